@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The README's run command: installs the system libraries (first run only), then builds and
+# opens Gleaner. Arguments are passed to the binary (e.g. `scripts/run.sh add URL`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+exec cargo run --locked --release -p gleaner -- "$@"

@@ -1,0 +1,617 @@
+//! The binary's edge: argument parsing, output formatting, exit codes. With no subcommand the
+//! binary opens the desktop window; every subcommand works without a display.
+
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+
+use crate::engine::clock::{Clock, SystemClock};
+use crate::engine::intake::{self, Found};
+use crate::engine::library::Library;
+use crate::engine::policy::{self, Policy};
+use crate::engine::store::{ActionResult, Enqueued, Job, JobFilter, Status, Store, rfc3339};
+use crate::engine::worker::{RunMode, Worker};
+
+#[derive(Debug, Parser)]
+#[command(name = "gleaner", version, about = "Pull web pages into a local knowledge base.", long_about = None)]
+pub struct Cli {
+    /// Where the queue database and the library live [default: the platform data folder].
+    #[arg(long, env = "GLEANER_DATA_DIR", global = true, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub policy: PolicyFlags,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Policy overrides for this process; the stored settings apply where a flag is absent.
+#[derive(Debug, Default, Args)]
+pub struct PolicyFlags {
+    /// First retry delay, e.g. 30s.
+    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
+    pub base_delay: Option<Duration>,
+    /// Longest retry delay, e.g. 5m.
+    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
+    pub max_delay: Option<Duration>,
+    /// Retries after the first attempt for transient failures.
+    #[arg(long, global = true, value_name = "N")]
+    pub max_retries: Option<u32>,
+    /// Retries allowed for network failures (at most --max-retries).
+    #[arg(long, global = true, value_name = "N")]
+    pub network_retries: Option<u32>,
+    /// Retries allowed for 5xx responses (at most --max-retries).
+    #[arg(long, global = true, value_name = "N")]
+    pub server_retries: Option<u32>,
+    /// Random spread of each delay, as a fraction (0.2 = ±20%).
+    #[arg(long, global = true, value_parser = parse_jitter, value_name = "FRACTION")]
+    pub jitter: Option<f64>,
+    /// Rate-limited jobs give up once they are this old, e.g. 24h.
+    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
+    pub max_job_age: Option<Duration>,
+    /// Fetches in flight at once.
+    #[arg(long, global = true, value_parser = clap::value_parser!(u32).range(1..=256), value_name = "N")]
+    pub concurrency: Option<u32>,
+    /// Fetches in flight at once to one host.
+    #[arg(long, global = true, value_parser = clap::value_parser!(u32).range(1..=64), value_name = "N")]
+    pub per_host: Option<u32>,
+    /// Total time for one request, connect to last byte, e.g. 30s.
+    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: Option<Duration>,
+    /// Largest response body, after decompression, e.g. 50MB.
+    #[arg(long, global = true, value_parser = parse_size, value_name = "SIZE")]
+    pub max_body: Option<u64>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Queue URLs found in the arguments, a file, or standard input (--file -).
+    Add {
+        /// URLs, or any text holding them.
+        urls: Vec<String>,
+        /// Read text holding URLs from this file, or from standard input with "-".
+        #[arg(long, value_name = "F")]
+        file: Option<String>,
+        /// Name for this batch [default: "cli <time>"].
+        #[arg(long, value_name = "NAME")]
+        batch: Option<String>,
+    },
+    /// Run the worker without a window.
+    Run {
+        /// Exit once no job is pending or running.
+        #[arg(long)]
+        until_idle: bool,
+    },
+    /// List, inspect, retry or cancel jobs.
+    Jobs {
+        #[command(subcommand)]
+        command: JobsCommand,
+    },
+    /// Counts by status, and paused hosts.
+    Stats {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JobsCommand {
+    /// Jobs, newest first.
+    List {
+        /// pending, running, done, dead or cancelled.
+        #[arg(long, value_parser = parse_status)]
+        status: Option<Status>,
+        /// Only this host.
+        #[arg(long)]
+        host: Option<String>,
+        /// Only URLs or titles containing this text.
+        #[arg(long)]
+        search: Option<String>,
+        /// At most this many rows.
+        #[arg(long)]
+        limit: Option<u32>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One job with its attempt history.
+    Show {
+        id: i64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Dead jobs back to pending with a fresh budget; pending jobs made due now.
+    Retry {
+        #[arg(required_unless_present = "dead", conflicts_with = "dead")]
+        ids: Vec<i64>,
+        /// Every dead job.
+        #[arg(long)]
+        dead: bool,
+        /// With --dead: only this host's.
+        #[arg(long, requires = "dead")]
+        host: Option<String>,
+    },
+    /// Cancel pending or running jobs.
+    Cancel {
+        #[arg(required = true)]
+        ids: Vec<i64>,
+    },
+}
+
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s.trim())
+        .map_err(|e| format!("{e} (use forms like 200ms, 30s, 5m, 1h)"))
+}
+
+fn parse_jitter(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("not a number: {s}"))?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err("jitter must be between 0 and 1".into())
+    }
+}
+
+fn parse_status(s: &str) -> Result<Status, String> {
+    Status::parse(s).ok_or_else(|| "expected pending, running, done, dead or cancelled".into())
+}
+
+/// "50MB", "512KiB", "1GB", "1000" (bytes). Decimal and binary prefixes both mean powers of 1024,
+/// which is what people expect of a download limit.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("not a size: {s} (use forms like 50MB)"))?;
+    let mult = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1024,
+        "m" | "mb" | "mib" => 1024 * 1024,
+        "g" | "gb" | "gib" => 1024 * 1024 * 1024,
+        other => return Err(format!("unknown size unit {other:?} (use B, KB, MB or GB)")),
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size too large: {s}"))
+}
+
+impl PolicyFlags {
+    pub fn apply(&self, mut p: Policy) -> Policy {
+        if let Some(v) = self.base_delay {
+            p.base_delay = v;
+        }
+        if let Some(v) = self.max_delay {
+            p.max_delay = v;
+        }
+        if let Some(v) = self.max_retries {
+            p.max_retries = v;
+        }
+        if let Some(v) = self.network_retries {
+            p.network_retries = Some(v);
+        }
+        if let Some(v) = self.server_retries {
+            p.server_retries = Some(v);
+        }
+        if let Some(v) = self.jitter {
+            p.jitter = v;
+        }
+        if let Some(v) = self.max_job_age {
+            p.max_job_age = v;
+        }
+        if let Some(v) = self.concurrency {
+            p.concurrency = v;
+        }
+        if let Some(v) = self.per_host {
+            p.per_host = v;
+        }
+        if let Some(v) = self.timeout {
+            p.timeout = v;
+        }
+        if let Some(v) = self.max_body {
+            p.max_body = v;
+        }
+        p
+    }
+}
+
+pub fn default_data_dir() -> PathBuf {
+    dirs::data_dir()
+        .or_else(dirs::home_dir)
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("gleaner")
+}
+
+/// The database file inside a data folder.
+pub fn db_path(data_dir: &std::path::Path) -> PathBuf {
+    data_dir.join("gleaner.db")
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("gleaner: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("GLEANER_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .try_init();
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
+    let Some(command) = cli.command else {
+        crate::desktop::run(data_dir)?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    let store = Arc::new(
+        Store::open(&db_path(&data_dir))
+            .with_context(|| format!("cannot open the queue in {}", data_dir.display()))?,
+    );
+    let policy = cli.policy.apply(store.load_policy()?);
+    let now = SystemClock.now_ms();
+    match command {
+        Command::Add { urls, file, batch } => add(&store, &policy, urls, file, batch, now),
+        Command::Run { until_idle } => run_worker(store, &data_dir, policy, until_idle),
+        Command::Stats { json } => stats(&store, json, now),
+        Command::Jobs { command } => jobs(&store, &policy, command, now),
+    }
+}
+
+fn add(
+    store: &Store,
+    policy: &Policy,
+    urls: Vec<String>,
+    file: Option<String>,
+    batch: Option<String>,
+    now: i64,
+) -> anyhow::Result<ExitCode> {
+    let mut found = intake::scan_args(&urls);
+    let source = match file.as_deref() {
+        Some("-") => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("cannot read standard input")?;
+            found.extend(intake::scan_text(&text));
+            "stdin"
+        }
+        Some(path) => {
+            let bytes = std::fs::read(path).with_context(|| format!("cannot read {path}"))?;
+            found.extend(intake::scan_text(&String::from_utf8_lossy(&bytes)));
+            "file"
+        }
+        None => "cli",
+    };
+    if found.is_empty() {
+        bail!("nothing to add: give URLs as arguments, or --file F (use - for standard input)");
+    }
+    let jobs: Vec<_> = found.iter().filter_map(Found::as_new_job).collect();
+    let mut rejected = 0;
+    let mut results = Vec::new();
+    if !jobs.is_empty() {
+        let name = batch.unwrap_or_else(|| format!("{source} {}", rfc3339(now)));
+        let batch_id = store.create_batch(&name, source, now)?;
+        results = store.enqueue(Some(batch_id), &jobs, policy.max_retries, now)?;
+    }
+    let mut results = results.into_iter();
+    for f in &found {
+        match f {
+            Found::Url { .. } => match results.next() {
+                Some(Enqueued::Queued { id, url }) => println!("queued {id} {url}"),
+                Some(Enqueued::Duplicate { id, url, status }) => {
+                    println!("duplicate {id} {url} ({})", status.as_str())
+                }
+                None => {}
+            },
+            Found::Rejected { input, reason } => {
+                rejected += 1;
+                println!("rejected {input}: {reason}");
+            }
+        }
+    }
+    Ok(if rejected > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn run_worker(
+    store: Arc<Store>,
+    data_dir: &std::path::Path,
+    policy: Policy,
+    until_idle: bool,
+) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let library = Library::new(data_dir.join("library"));
+        let worker = Worker::new(store, Arc::new(SystemClock), library, policy)?;
+        let _watcher = worker
+            .watch_database(&db_path(data_dir))
+            .map_err(|e| tracing::warn!(error = %e, "cannot watch the database; other processes' changes are picked up every 30 s"))
+            .ok();
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            tracing::info!("stopping: in-flight fetches are abandoned and will be retried on the next run");
+            let _ = stop_tx.send(true);
+        });
+        let mode = if until_idle { RunMode::UntilIdle } else { RunMode::Forever };
+        let summary = worker.run(mode, stop_rx).await?;
+        tracing::info!(
+            "run finished: {} done, {} dead, {} waiting to retry, {} interrupted attempts recovered",
+            summary.done,
+            summary.dead,
+            summary.retried,
+            summary.recovered
+        );
+        Ok::<_, anyhow::Error>(ExitCode::SUCCESS)
+    })
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn stats(store: &Store, json: bool, now: i64) -> anyhow::Result<ExitCode> {
+    let s = store.stats(now)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "pending {} ({} waiting to retry)  running {}  done {}  dead {}  cancelled {}  total {}",
+        s.pending, s.waiting, s.running, s.done, s.dead, s.cancelled, s.total
+    );
+    if let Some(t) = s.next_retry_at {
+        println!(
+            "next retry in {}",
+            policy::human_duration(Duration::from_millis((t - now).max(0) as u64))
+        );
+    }
+    for h in &s.paused_hosts {
+        let until = match (h.manual, h.paused_until) {
+            (true, _) => "until resumed".to_string(),
+            (false, Some(t)) => format!(
+                "for {}",
+                policy::human_duration(Duration::from_millis((t - now).max(0) as u64))
+            ),
+            (false, None) => String::new(),
+        };
+        println!(
+            "host {} paused {until}: {}",
+            h.host,
+            h.reason.as_deref().unwrap_or("-")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn jobs(
+    store: &Store,
+    policy: &Policy,
+    command: JobsCommand,
+    now: i64,
+) -> anyhow::Result<ExitCode> {
+    match command {
+        JobsCommand::List {
+            status,
+            host,
+            search,
+            limit,
+            json,
+        } => {
+            let list = store.list_jobs(&JobFilter {
+                status,
+                host,
+                search,
+                limit,
+                ..JobFilter::default()
+            })?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&list)?);
+            } else {
+                println!(
+                    "{:>6}  {:<9}  {:>8}  {:<12}  URL",
+                    "ID", "STATUS", "ATTEMPTS", "NEXT"
+                );
+                for j in &list {
+                    println!(
+                        "{:>6}  {:<9}  {:>8}  {:<12}  {}{}",
+                        j.id,
+                        j.status.as_str(),
+                        format!("{}/{}", j.attempts, j.max_retries + 1),
+                        next_column(j, now),
+                        j.url,
+                        error_suffix(j)
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        JobsCommand::Show { id, json } => {
+            let Some(job) = store.job(id)? else {
+                bail!("no job {id}")
+            };
+            let history = store.attempts(id)?;
+            if json {
+                let mut v = serde_json::to_value(&job)?;
+                v["history"] = serde_json::to_value(&history)?;
+                println!("{}", serde_json::to_string_pretty(&v)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!("job {}  {}", job.id, job.url);
+            println!("status     {}", job.status.as_str());
+            println!(
+                "attempts   {} (up to {} retries)",
+                job.attempts, job.max_retries
+            );
+            if job.status == Status::Pending && job.retry_after.is_some() {
+                println!("next try   {}", next_column(&job, now));
+            }
+            if let Some(e) = &job.error {
+                println!(
+                    "error      {} ({})",
+                    e,
+                    job.error_class.map(|c| c.as_str()).unwrap_or("-")
+                );
+            }
+            if let Some(u) = &job.final_url {
+                println!("final url  {u}");
+            }
+            if let Some(t) = &job.title {
+                println!("title      {t}");
+            }
+            if let Some(d) = &job.document {
+                println!("document   {d}");
+            }
+            println!("batch      {}", job.batch.as_deref().unwrap_or("-"));
+            println!("history:");
+            for a in history {
+                let delay = a
+                    .delay_ms
+                    .map(|d| {
+                        format!(
+                            ", then waited {}",
+                            policy::human_duration(Duration::from_millis(d.max(0) as u64))
+                        )
+                    })
+                    .unwrap_or_default();
+                println!(
+                    "  #{} {}  {}{}{}{}",
+                    a.number,
+                    rfc3339(a.started_at),
+                    a.outcome.as_deref().unwrap_or("in flight"),
+                    a.http_status
+                        .map(|s| format!(" HTTP {s}"))
+                        .unwrap_or_default(),
+                    a.error.map(|e| format!(": {e}")).unwrap_or_default(),
+                    delay
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        JobsCommand::Retry { ids, dead, host } => {
+            if dead {
+                let ids = store.retry_dead(host.as_deref(), policy.max_retries, now)?;
+                println!(
+                    "{} dead job{} queued again",
+                    ids.len(),
+                    if ids.len() == 1 { "" } else { "s" }
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            let results = store.retry(&ids, policy.max_retries, now)?;
+            Ok(report_actions(&results, "queued again"))
+        }
+        JobsCommand::Cancel { ids } => {
+            let results = store.cancel(&ids, now)?;
+            Ok(report_actions(&results, "cancelled"))
+        }
+    }
+}
+
+fn report_actions(results: &[ActionResult], verb: &str) -> ExitCode {
+    let mut failed = false;
+    for r in results {
+        match r {
+            ActionResult::Done { id } => println!("{verb} {id}"),
+            ActionResult::NotFound { id } => {
+                failed = true;
+                println!("no job {id}");
+            }
+            ActionResult::WrongState { id, status } => {
+                failed = true;
+                println!("job {id} is {}: nothing to do", status.as_str());
+            }
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn next_column(j: &Job, now: i64) -> String {
+    match (j.status, j.retry_after) {
+        (Status::Pending, Some(t)) if t > now => {
+            format!(
+                "in {}",
+                policy::human_duration(Duration::from_millis((t - now) as u64))
+            )
+        }
+        (Status::Pending, _) => "now".into(),
+        _ => "-".into(),
+    }
+}
+
+fn error_suffix(j: &Job) -> String {
+    match (&j.error, j.status) {
+        (Some(e), Status::Dead | Status::Pending) => format!("  ({e})"),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_durations_take_human_forms() {
+        assert_eq!(parse_size("50MB"), Ok(50 * 1024 * 1024));
+        assert_eq!(parse_size("512 KiB"), Ok(512 * 1024));
+        assert_eq!(parse_size("1000"), Ok(1000));
+        assert!(parse_size("5 parsecs").is_err());
+        assert_eq!(parse_duration("200ms"), Ok(Duration::from_millis(200)));
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn the_cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,371 @@
+//! Finding web addresses in whatever the researcher pasted, dropped or typed, and saying per
+//! line why something was not taken.
+//!
+//! Prose lines without anything URL-like are text around the links, not input, and are passed
+//! over. Anything that looks like an attempt at an address (it has `scheme:`/`://` or starts with
+//! `www.`), or a line that is one lone word, is either queued or rejected with a reason.
+
+use serde::Serialize;
+use url::Url;
+
+use super::store::NewJob;
+
+/// One finding in the input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Found {
+    Url {
+        input: String,
+        url: String,
+        key: String,
+        host: String,
+    },
+    Rejected {
+        input: String,
+        reason: String,
+    },
+}
+
+impl Found {
+    pub fn as_new_job(&self) -> Option<NewJob> {
+        match self {
+            Found::Url { url, key, host, .. } => Some(NewJob {
+                url: url.clone(),
+                url_key: key.clone(),
+                host: host.clone(),
+            }),
+            Found::Rejected { .. } => None,
+        }
+    }
+}
+
+const MAX_URL_LEN: usize = 8192;
+
+/// Query parameters that only track the click; dropped from the duplicate key.
+const TRACKING_PARAMS: &[&str] = &[
+    "fbclid", "gclid", "dclid", "gbraid", "wbraid", "msclkid", "yclid", "mc_cid", "mc_eid",
+    "igshid", "_ga", "_gl", "ref_src", "spm",
+];
+
+/// Scan free text (a paste, a dropped file, stdin).
+pub fn scan_text(text: &str) -> Vec<Found> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let before = out.len();
+        for token in candidates(line) {
+            out.push(vet(token));
+        }
+        let trimmed = line.trim();
+        if out.len() == before && is_lone_word(trimmed) {
+            out.push(Found::Rejected {
+                input: trimmed.to_string(),
+                reason: no_address_reason(trimmed),
+            });
+        }
+    }
+    out
+}
+
+/// Scan command-line arguments: each argument must hold at least one address.
+pub fn scan_args<S: AsRef<str>>(args: &[S]) -> Vec<Found> {
+    let mut out = Vec::new();
+    for arg in args {
+        let arg = arg.as_ref();
+        let found = scan_text(arg);
+        if found.is_empty() {
+            out.push(Found::Rejected {
+                input: arg.trim().to_string(),
+                reason: no_address_reason(arg.trim()),
+            });
+        } else {
+            out.extend(found);
+        }
+    }
+    out
+}
+
+fn no_address_reason(input: &str) -> String {
+    if input.contains('.') && !input.contains(char::is_whitespace) {
+        "no web address found (did you mean https://…? only http:// and https:// links are taken)"
+            .into()
+    } else {
+        "no web address found".into()
+    }
+}
+
+fn is_lone_word(line: &str) -> bool {
+    !line.is_empty()
+        && !line.contains(char::is_whitespace)
+        && !line.starts_with('#')
+        && !line.starts_with("//")
+}
+
+/// Characters that never appear unescaped inside a URL, so they delimit one in free text
+/// (Markdown brackets, BibTeX braces, HTML attribute quotes).
+fn is_delimiter(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '<' | '>' | '"' | '\'' | '`' | '{' | '}' | '|' | '\\' | '^' | '[' | ']'
+        )
+}
+
+/// Schemes that are never fetched but are worth a clear rejection when someone pastes them.
+const REFUSED_SCHEMES: &[&str] = &[
+    "javascript:",
+    "vbscript:",
+    "file:",
+    "data:",
+    "mailto:",
+    "about:",
+    "blob:",
+    "chrome:",
+];
+
+fn candidates(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    for token in line.split(is_delimiter).filter(|t| !t.is_empty()) {
+        let lower = token.to_ascii_lowercase();
+        let start = lower
+            .find("://")
+            .map(|i| scheme_start(&lower[..i]))
+            .or_else(|| {
+                lower
+                    .find("www.")
+                    .filter(|&i| i == 0 || !lower.as_bytes()[i - 1].is_ascii_alphanumeric())
+            })
+            .or_else(|| {
+                REFUSED_SCHEMES
+                    .iter()
+                    .filter_map(|s| find_scheme(&lower, s))
+                    .min()
+            });
+        let Some(start) = start else { continue };
+        let candidate = trim_trailing(&token[start..]);
+        if !candidate.is_empty() {
+            out.push(candidate);
+        }
+    }
+    out
+}
+
+fn find_scheme(lower: &str, scheme: &str) -> Option<usize> {
+    lower
+        .find(scheme)
+        .filter(|&i| i == 0 || !lower.as_bytes()[i - 1].is_ascii_alphanumeric())
+}
+
+/// Walk back from `://` over the scheme's characters.
+fn scheme_start(before: &str) -> usize {
+    let bytes = before.as_bytes();
+    let mut i = bytes.len();
+    while i > 0
+        && (bytes[i - 1].is_ascii_alphanumeric() || matches!(bytes[i - 1], b'+' | b'-' | b'.'))
+    {
+        i -= 1;
+    }
+    // A scheme starts with a letter: skip leading digits or punctuation glued on ("1.http://").
+    while i < bytes.len() && !bytes[i].is_ascii_alphabetic() {
+        i += 1;
+    }
+    i
+}
+
+/// Drop sentence punctuation and unbalanced closing parentheses after a URL in prose.
+fn trim_trailing(s: &str) -> &str {
+    let mut s = s;
+    loop {
+        let before = s;
+        s = s.trim_end_matches(['.', ',', ';', ':', '!', '?', '*']);
+        if s.ends_with(')') && s.matches(')').count() > s.matches('(').count() {
+            s = &s[..s.len() - 1];
+        }
+        if s == before {
+            return s;
+        }
+    }
+}
+
+/// Decide one candidate.
+pub fn vet(input: &str) -> Found {
+    let reject = |reason: String| Found::Rejected {
+        input: input.to_string(),
+        reason,
+    };
+    if input.len() > MAX_URL_LEN {
+        return reject(format!("address longer than {MAX_URL_LEN} characters"));
+    }
+    let lower = input.to_ascii_lowercase();
+    let text = if lower.starts_with("www.") {
+        format!("https://{input}")
+    } else {
+        input.to_string()
+    };
+    let url = match Url::parse(&text) {
+        Ok(u) => u,
+        Err(e) => {
+            if let Some(s) = REFUSED_SCHEMES.iter().find(|s| lower.starts_with(**s)) {
+                return reject(format!(
+                    "{s} links cannot be fetched; only http:// and https:// are taken"
+                ));
+            }
+            return reject(format!("malformed address: {e}"));
+        }
+    };
+    if url.scheme() != "http" && url.scheme() != "https" {
+        return reject(format!(
+            "{}: links cannot be fetched; only http:// and https:// are taken",
+            url.scheme()
+        ));
+    }
+    let Some(host) = url.host_str().filter(|h| !h.is_empty()) else {
+        return reject("malformed address: no host".into());
+    };
+    if let Some(reason) = unfetchable_host(&url) {
+        return reject(reason);
+    }
+    Found::Url {
+        input: input.to_string(),
+        url: url.to_string(),
+        key: normalize(&url),
+        host: host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_ascii_lowercase(),
+    }
+}
+
+/// A host that cannot exist by definition; fetching it would only wait for DNS to say so.
+pub fn unfetchable_host(url: &Url) -> Option<String> {
+    let host = url.host_str()?.trim_end_matches('.').to_ascii_lowercase();
+    if host == "invalid" || host.ends_with(".invalid") {
+        return Some(format!(
+            "no such host: {host} (the .invalid domain never exists)"
+        ));
+    }
+    None
+}
+
+/// The duplicate key: scheme and host lower-cased and default port dropped (the URL parser
+/// does both), fragment removed, click-tracking parameters removed.
+pub fn normalize(url: &Url) -> String {
+    let mut u = url.clone();
+    u.set_fragment(None);
+    if u.query().is_some() {
+        let kept: Vec<(String, String)> = u
+            .query_pairs()
+            .filter(|(k, _)| {
+                let k = k.to_ascii_lowercase();
+                !k.starts_with("utm_") && !TRACKING_PARAMS.contains(&k.as_str())
+            })
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        if kept.is_empty() {
+            u.set_query(None);
+        } else {
+            u.query_pairs_mut().clear().extend_pairs(kept);
+        }
+    }
+    u.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn urls(found: &[Found]) -> Vec<String> {
+        found
+            .iter()
+            .filter_map(|f| match f {
+                Found::Url { url, .. } => Some(url.clone()),
+                Found::Rejected { .. } => None,
+            })
+            .collect()
+    }
+
+    fn rejected(found: &[Found]) -> Vec<(String, String)> {
+        found
+            .iter()
+            .filter_map(|f| match f {
+                Found::Rejected { input, reason } => Some((input.clone(), reason.clone())),
+                Found::Url { .. } => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn finds_urls_in_prose_markdown_bibtex_and_html() {
+        let text = "See https://example.com/a, and (http://example.org/b).\n\
+                    [paper](https://doi.org/10.1000/xyz123) is good.\n\
+                    @article{x, url = {https://arxiv.org/abs/2101.00001}}\n\
+                    <DT><A HREF=\"https://news.example/story?id=1\" ADD_DATE=\"1\">Story</A>\n\
+                    wiki https://en.wikipedia.org/wiki/Rust_(programming_language).\n\
+                    www.example.net/page\n\
+                    Just some words here.";
+        let found = scan_text(text);
+        assert_eq!(
+            urls(&found),
+            vec![
+                "https://example.com/a",
+                "http://example.org/b",
+                "https://doi.org/10.1000/xyz123",
+                "https://arxiv.org/abs/2101.00001",
+                "https://news.example/story?id=1",
+                "https://en.wikipedia.org/wiki/Rust_(programming_language)",
+                "https://www.example.net/page",
+            ]
+        );
+        assert!(rejected(&found).is_empty(), "{found:?}");
+    }
+
+    #[test]
+    fn rejects_dangerous_and_malformed_input_with_reasons() {
+        let found = scan_text(
+            "javascript:alert(1)\nfile:///etc/passwd\nhttp://\nhttps://exa mple.com\nftp://x.org/f\nhttp://a.invalid/x\nhttp://h:99999/\nnotaurl\nexample.com",
+        );
+        let r = rejected(&found);
+        let inputs: Vec<&str> = r.iter().map(|(i, _)| i.as_str()).collect();
+        assert_eq!(
+            inputs,
+            vec![
+                "javascript:alert(1)",
+                "file:///etc/passwd",
+                "http://",
+                "ftp://x.org/f",
+                "http://a.invalid/x",
+                "http://h:99999/",
+                "notaurl",
+                "example.com"
+            ]
+        );
+        assert!(r[0].1.contains("only http:// and https://"), "{r:?}");
+        assert!(r[1].1.contains("file:"), "{r:?}");
+        assert!(r[2].1.contains("malformed"), "{r:?}");
+        assert!(r[4].1.contains("never exists"), "{r:?}");
+        assert!(r[5].1.contains("malformed"), "{r:?}");
+        assert!(r[7].1.contains("https://"), "{r:?}");
+        // "https://exa mple.com" is the address https://exa followed by prose.
+        assert_eq!(urls(&found), vec!["https://exa/"]);
+    }
+
+    #[test]
+    fn every_argument_must_hold_an_address() {
+        let found = scan_args(&["https://ok.example/", "hello world"]);
+        assert_eq!(urls(&found), vec!["https://ok.example/"]);
+        assert_eq!(
+            rejected(&found),
+            vec![(
+                "hello world".to_string(),
+                "no web address found".to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn normalization_drops_tracking_fragment_and_default_port() {
+        let u = Url::parse("HTTP://Example.COM:80/a?utm_source=x&id=3&fbclid=y#frag").expect("url");
+        assert_eq!(normalize(&u), "http://example.com/a?id=3");
+        let u = Url::parse("https://example.com:443/?gclid=1").expect("url");
+        assert_eq!(normalize(&u), "https://example.com/");
+    }
+}

@@ -1,0 +1,739 @@
+//! What a failure means and what to do about it: classification, backoff and Retry-After.
+//!
+//! Everything here is pure: time and randomness come in as arguments, so the schedule can be
+//! checked exactly in unit tests.
+
+use std::error::Error as StdError;
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use super::clock::Millis;
+
+/// The three classes of the design's table, as stored in `jobs.error_class`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    Transient,
+    RateLimited,
+    Fatal,
+}
+
+impl ErrorClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Transient => "transient",
+            ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::Fatal => "fatal",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "transient" => Some(Self::Transient),
+            "rate_limited" => Some(Self::RateLimited),
+            "fatal" => Some(Self::Fatal),
+            _ => None,
+        }
+    }
+}
+
+/// The finer reason behind a failed attempt. Kept explicit so every transient kind is named and
+/// tested; anything not recognised lands in [`FailureKind::Unknown`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    // Network-side transients: they spend the network budget.
+    ConnectRefused,
+    ConnectFailed,
+    Timeout,
+    ClosedBeforeResponse,
+    DroppedMidBody,
+    Protocol,
+    DnsTemporary,
+    /// The worker died (crash, kill -9) while this attempt was in flight.
+    Interrupted,
+    Unknown,
+    // Server-side transients: they spend the server budget.
+    ServerError,
+    // Rate limits: bounded by the job's age, not by a count.
+    RateLimited,
+    // Fatal.
+    ClientError,
+    NoSuchHost,
+    BadUrl,
+    RedirectLoop,
+    RedirectScheme,
+    Tls,
+    TooLarge,
+    Unparsable,
+    /// A 3xx the client could not follow (no usable Location).
+    BadRedirect,
+    /// A failure of this machine (disk full, library folder unwritable), not of the site.
+    Local,
+}
+
+impl FailureKind {
+    pub fn class(self) -> ErrorClass {
+        use FailureKind::*;
+        match self {
+            ConnectRefused | ConnectFailed | Timeout | ClosedBeforeResponse | DroppedMidBody
+            | Protocol | DnsTemporary | Interrupted | Unknown | ServerError | Local => {
+                ErrorClass::Transient
+            }
+            RateLimited => ErrorClass::RateLimited,
+            ClientError | NoSuchHost | BadUrl | RedirectLoop | RedirectScheme | Tls | TooLarge
+            | Unparsable | BadRedirect => ErrorClass::Fatal,
+        }
+    }
+
+    /// Which retry budget a transient kind spends.
+    pub fn budget(self) -> Budget {
+        match self {
+            FailureKind::ServerError => Budget::Server,
+            FailureKind::RateLimited => Budget::RateLimit,
+            _ => Budget::Network,
+        }
+    }
+
+    /// A short phrase for people ("timed out", "refused"), used in the UI and notifications.
+    pub fn plain_words(self) -> &'static str {
+        use FailureKind::*;
+        match self {
+            ConnectRefused => "connection refused",
+            ConnectFailed => "could not connect",
+            Timeout => "timed out",
+            ClosedBeforeResponse => "connection closed before a response",
+            DroppedMidBody => "connection dropped mid-download",
+            Protocol => "garbled HTTP response",
+            DnsTemporary => "name lookup failed for now (offline?)",
+            Interrupted => "interrupted (Gleaner stopped during the download)",
+            Unknown => "unrecognised network error",
+            ServerError => "server error",
+            RateLimited => "rate-limited by the site",
+            ClientError => "the site refused the request",
+            NoSuchHost => "no such host",
+            BadUrl => "not a valid web address",
+            RedirectLoop => "redirect loop",
+            RedirectScheme => "redirected to a non-web address",
+            Tls => "invalid TLS certificate",
+            TooLarge => "too large",
+            Unparsable => "content cannot be read",
+            BadRedirect => "redirect without a usable target",
+            Local => "could not save on this computer",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Budget {
+    Network,
+    Server,
+    RateLimit,
+}
+
+/// A failed attempt, as the fetcher saw it.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub kind: FailureKind,
+    /// Human summary: "503 Service Unavailable", "connection refused".
+    pub message: String,
+    pub http_status: Option<u16>,
+    /// Retry-After already resolved to a wait, if the response carried a parsable one.
+    pub retry_after: Option<Duration>,
+}
+
+impl Failure {
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            http_status: None,
+            retry_after: None,
+        }
+    }
+
+    pub fn class(&self) -> ErrorClass {
+        self.kind.class()
+    }
+}
+
+/// The retry policy. Stored in `settings`, overridable by CLI flags for one process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Policy {
+    #[serde(with = "millis")]
+    pub base_delay: Duration,
+    #[serde(with = "millis")]
+    pub max_delay: Duration,
+    /// ± fraction of the delay, 0.0..=1.0.
+    pub jitter: f64,
+    /// Retries after the first attempt for transient failures (so attempts = 1 + max_retries).
+    pub max_retries: u32,
+    /// Optional tighter caps per budget; `None` means `max_retries`.
+    pub network_retries: Option<u32>,
+    pub server_retries: Option<u32>,
+    /// Rate-limit waits do not spend retries; they end when the job is this old.
+    #[serde(with = "millis")]
+    pub max_job_age: Duration,
+    pub concurrency: u32,
+    pub per_host: u32,
+    /// Total time for one request, connect to last byte.
+    #[serde(with = "millis")]
+    pub timeout: Duration,
+    pub max_body: u64,
+    pub max_redirects: u32,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            base_delay: Duration::from_secs(30),
+            max_delay: Duration::from_secs(300),
+            jitter: 0.2,
+            max_retries: 5,
+            network_retries: None,
+            server_retries: None,
+            max_job_age: Duration::from_secs(24 * 3600),
+            concurrency: 4,
+            per_host: 2,
+            timeout: Duration::from_secs(30),
+            max_body: 50 * 1024 * 1024,
+            max_redirects: 10,
+        }
+    }
+}
+
+/// Retry-After values are clamped to this, so a bad header or a clock jump cannot park a job.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(6 * 3600);
+
+impl Policy {
+    /// `min(base · 2^(n−1), cap)` for retry number `n` (1-based), before jitter.
+    pub fn raw_delay(&self, n: u32) -> Duration {
+        let n = n.max(1);
+        let factor = 2u128.saturating_pow(n - 1);
+        let ms = self.base_delay.as_millis().saturating_mul(factor);
+        Duration::from_millis(ms.min(self.max_delay.as_millis()) as u64)
+    }
+
+    /// The delay with jitter. `unit` is a uniform sample from [-1, 1]; the result is within
+    /// `raw · (1 ± jitter)`.
+    pub fn delay(&self, n: u32, unit: f64) -> Duration {
+        let raw = self.raw_delay(n).as_secs_f64();
+        let j = self.jitter.clamp(0.0, 1.0) * unit.clamp(-1.0, 1.0);
+        Duration::from_secs_f64((raw * (1.0 + j)).max(0.0))
+    }
+
+    pub fn budget_for(&self, budget: Budget, max_retries: u32) -> u32 {
+        match budget {
+            Budget::Network => self.network_retries.unwrap_or(max_retries).min(max_retries),
+            Budget::Server => self.server_retries.unwrap_or(max_retries).min(max_retries),
+            Budget::RateLimit => u32::MAX,
+        }
+    }
+}
+
+/// The counters of a job that a decision needs, as read inside the failing transaction.
+#[derive(Debug, Clone, Copy)]
+pub struct Counters {
+    /// Attempts made so far, including the one that just failed.
+    pub attempts: u32,
+    pub max_retries: u32,
+    pub net_failures: u32,
+    pub server_failures: u32,
+    pub rate_limits: u32,
+    /// When the current budget started: creation, or the last manual retry.
+    pub budget_started_at: Millis,
+}
+
+/// What happens to a job after a failed attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    Retry {
+        delay: Duration,
+        /// For budgeted retries: which retry this is, and of how many. None for rate-limit waits.
+        retry: Option<(u32, u32)>,
+        /// Pause the whole host until now + this.
+        pause_host: Option<Duration>,
+    },
+    Dead {
+        reason: String,
+    },
+}
+
+/// Decide a failed attempt's fate. `unit` is the jitter sample in [-1, 1].
+pub fn decide(
+    policy: &Policy,
+    c: &Counters,
+    failure: &Failure,
+    now: Millis,
+    unit: f64,
+) -> Decision {
+    match failure.class() {
+        ErrorClass::Fatal => Decision::Dead {
+            reason: format!("{} (fatal)", failure.message),
+        },
+        ErrorClass::Transient => {
+            let spent = c.net_failures + c.server_failures;
+            let n = spent + 1;
+            let class_spent = match failure.kind.budget() {
+                Budget::Server => c.server_failures,
+                _ => c.net_failures,
+            } + 1;
+            let class_budget = policy.budget_for(failure.kind.budget(), c.max_retries);
+            if n > c.max_retries || class_spent > class_budget {
+                return Decision::Dead {
+                    reason: format!(
+                        "{} (transient); retry budget of {} spent",
+                        failure.message,
+                        class_budget.min(c.max_retries)
+                    ),
+                };
+            }
+            let delay = if failure.kind == FailureKind::Interrupted {
+                // A crash is not the site's fault: run it again straight away.
+                Duration::ZERO
+            } else {
+                policy.delay(n, unit)
+            };
+            // A 503 without Retry-After still tells us the host is struggling.
+            let pause_host = (failure.http_status == Some(503)).then_some(delay);
+            Decision::Retry {
+                delay,
+                retry: Some((n, c.max_retries)),
+                pause_host,
+            }
+        }
+        ErrorClass::RateLimited => {
+            let backoff = policy.delay(c.rate_limits + 1, unit);
+            let delay = failure
+                .retry_after
+                .map_or(backoff, |ra| ra.max(backoff))
+                .min(MAX_RETRY_AFTER);
+            let deadline = c.budget_started_at + policy.max_job_age.as_millis() as Millis;
+            if now + delay.as_millis() as Millis > deadline {
+                return Decision::Dead {
+                    reason: format!(
+                        "{} (rate_limited); still rate-limited after {}",
+                        failure.message,
+                        human_duration(policy.max_job_age)
+                    ),
+                };
+            }
+            Decision::Retry {
+                delay,
+                retry: None,
+                pause_host: Some(delay),
+            }
+        }
+    }
+}
+
+/// Parse a Retry-After value: delta-seconds or an HTTP-date. A date is measured against the
+/// response's own `Date` (so a skewed local clock does not matter), else against `now`.
+/// The result is clamped to [0, 6 h]; unparsable values give `None`.
+pub fn parse_retry_after(
+    value: &str,
+    response_date: Option<SystemTime>,
+    now: SystemTime,
+) -> Option<Duration> {
+    let value = value.trim();
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        let secs = value.parse::<u64>().unwrap_or(u64::MAX);
+        return Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    let reference = response_date.unwrap_or(now);
+    let wait = at.duration_since(reference).unwrap_or(Duration::ZERO);
+    Some(wait.min(MAX_RETRY_AFTER))
+}
+
+/// Map a non-2xx status (with its headers) to a failure kind.
+pub fn kind_of_status(
+    status: u16,
+    retry_after_present: bool,
+    rate_limit_exhausted: bool,
+) -> FailureKind {
+    match status {
+        429 => FailureKind::RateLimited,
+        503 if retry_after_present => FailureKind::RateLimited,
+        403 if rate_limit_exhausted => FailureKind::RateLimited,
+        500..=599 => FailureKind::ServerError,
+        300..=399 => FailureKind::BadRedirect,
+        _ => FailureKind::ClientError,
+    }
+}
+
+/// Errors our redirect policy raises, found again in reqwest's error chain.
+#[derive(Debug, thiserror::Error)]
+pub enum RedirectError {
+    #[error("redirect loop at {0}")]
+    Loop(String),
+    #[error("too many redirects (more than {0})")]
+    TooMany(u32),
+    #[error("redirected to a non-http(s) address: {0}")]
+    Scheme(String),
+}
+
+/// Classify a reqwest error by walking its whole `source()` chain.
+///
+/// reqwest reports a connection dropped mid-body as a *decode* or *body* error wrapping hyper's
+/// IncompleteMessage or an io `UnexpectedEof`: that is transient, not "content cannot be parsed".
+pub fn kind_of_reqwest_error(err: &reqwest::Error) -> FailureKind {
+    let mut saw_dns = false;
+    let mut source: Option<&(dyn StdError + 'static)> = Some(err);
+    while let Some(e) = source {
+        if let Some(r) = e.downcast_ref::<RedirectError>() {
+            return match r {
+                RedirectError::Scheme(_) => FailureKind::RedirectScheme,
+                RedirectError::Loop(_) | RedirectError::TooMany(_) => FailureKind::RedirectLoop,
+            };
+        }
+        if let Some(h) = e.downcast_ref::<hyper::Error>() {
+            if h.is_incomplete_message() {
+                return if err.is_body() || err.is_decode() {
+                    FailureKind::DroppedMidBody
+                } else {
+                    FailureKind::ClosedBeforeResponse
+                };
+            }
+            if h.is_parse() || h.is_parse_status() {
+                return FailureKind::Protocol;
+            }
+            if h.is_timeout() {
+                return FailureKind::Timeout;
+            }
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind as K;
+            match io.kind() {
+                K::ConnectionRefused => return FailureKind::ConnectRefused,
+                K::TimedOut => return FailureKind::Timeout,
+                K::UnexpectedEof if err.is_body() || err.is_decode() => {
+                    return FailureKind::DroppedMidBody;
+                }
+                K::UnexpectedEof | K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe => {
+                    return if err.is_body() || err.is_decode() {
+                        FailureKind::DroppedMidBody
+                    } else {
+                        FailureKind::ClosedBeforeResponse
+                    };
+                }
+                _ => {}
+            }
+        }
+        let text = e.to_string();
+        if text.contains("dns error") || text.contains("failed to lookup address") {
+            saw_dns = true;
+        }
+        if saw_dns {
+            // getaddrinfo's messages: EAI_AGAIN is temporary (offline), EAI_NONAME is final.
+            if text.contains("Temporary failure") || text.contains("temporary failure") {
+                return FailureKind::DnsTemporary;
+            }
+            if text.contains("not known")
+                || text.contains("No address associated")
+                || text.contains("no record found")
+                || text.contains("NXDOMAIN")
+            {
+                return FailureKind::NoSuchHost;
+            }
+        }
+        if text.contains("certificate") || text.contains("InvalidCertificate") {
+            return FailureKind::Tls;
+        }
+        source = e.source();
+    }
+    if err.is_timeout() {
+        FailureKind::Timeout
+    } else if saw_dns {
+        FailureKind::DnsTemporary
+    } else if err.is_connect() {
+        FailureKind::ConnectFailed
+    } else if err.is_redirect() {
+        FailureKind::RedirectLoop
+    } else if err.is_body() || err.is_decode() {
+        FailureKind::DroppedMidBody
+    } else {
+        FailureKind::Unknown
+    }
+}
+
+/// The chain of an error as one line, for logs and the attempt history.
+pub fn error_chain(err: &dyn StdError) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(e) = source {
+        let s = e.to_string();
+        if !out.contains(&s) {
+            out.push_str(": ");
+            out.push_str(&s);
+        }
+        source = e.source();
+    }
+    out
+}
+
+/// "60 s", "5 min", "2 h 30 min": short and exact enough for log lines and the UI.
+pub fn human_duration(d: Duration) -> String {
+    let secs = d.as_secs_f64().round() as u64;
+    if d < Duration::from_secs(1) && !d.is_zero() {
+        return format!("{} ms", d.as_millis());
+    }
+    if secs < 120 {
+        return format!("{secs} s");
+    }
+    if secs < 3600 {
+        let (m, s) = (secs / 60, secs % 60);
+        return if s == 0 {
+            format!("{m} min")
+        } else {
+            format!("{m} min {s} s")
+        };
+    }
+    let (h, m) = (secs / 3600, (secs % 3600) / 60);
+    if m == 0 {
+        format!("{h} h")
+    } else {
+        format!("{h} h {m} min")
+    }
+}
+
+mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_millis() as u64)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_millis(u64::deserialize(d)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secs(s: u64) -> Duration {
+        Duration::from_secs(s)
+    }
+
+    fn counters(net: u32, server: u32, rate: u32) -> Counters {
+        Counters {
+            attempts: net + server + rate + 1,
+            max_retries: 5,
+            net_failures: net,
+            server_failures: server,
+            rate_limits: rate,
+            budget_started_at: 0,
+        }
+    }
+
+    #[test]
+    fn schedule_without_jitter_is_30_60_120_240_300() {
+        let p = Policy {
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let got: Vec<u64> = (1..=6).map(|n| p.delay(n, 1.0).as_secs()).collect();
+        assert_eq!(got, vec![30, 60, 120, 240, 300, 300]);
+    }
+
+    #[test]
+    fn jitter_stays_within_bounds_and_reaches_them() {
+        let p = Policy::default();
+        for n in 1..=5 {
+            let raw = p.raw_delay(n).as_secs_f64();
+            assert!((p.delay(n, -1.0).as_secs_f64() - raw * 0.8).abs() < 1e-6);
+            assert!((p.delay(n, 1.0).as_secs_f64() - raw * 1.2).abs() < 1e-6);
+            for i in 0..=20 {
+                let u = -1.0 + f64::from(i) / 10.0;
+                let d = p.delay(n, u).as_secs_f64();
+                assert!(
+                    d >= raw * 0.8 - 1e-9 && d <= raw * 1.2 + 1e-9,
+                    "n={n} u={u} d={d}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn huge_retry_numbers_do_not_overflow() {
+        let p = Policy::default();
+        assert_eq!(p.raw_delay(200), secs(300));
+    }
+
+    #[test]
+    fn transient_retries_count_up_then_die() {
+        let p = Policy {
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let f = Failure::new(FailureKind::ServerError, "503 Service Unavailable");
+        let d = decide(&p, &counters(0, 1, 0), &f, 0, 0.0);
+        assert_eq!(
+            d,
+            Decision::Retry {
+                delay: secs(60),
+                retry: Some((2, 5)),
+                pause_host: None
+            }
+        );
+        let d = decide(&p, &counters(2, 3, 0), &f, 0, 0.0);
+        assert!(matches!(d, Decision::Dead { .. }), "{d:?}");
+    }
+
+    #[test]
+    fn per_class_budget_caps_earlier() {
+        let p = Policy {
+            network_retries: Some(1),
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let f = Failure::new(FailureKind::Timeout, "timed out");
+        assert!(matches!(
+            decide(&p, &counters(0, 0, 0), &f, 0, 0.0),
+            Decision::Retry { .. }
+        ));
+        assert!(matches!(
+            decide(&p, &counters(1, 0, 0), &f, 0, 0.0),
+            Decision::Dead { .. }
+        ));
+        // A server error still has its own budget.
+        let s = Failure::new(FailureKind::ServerError, "500");
+        assert!(matches!(
+            decide(&p, &counters(1, 0, 0), &s, 0, 0.0),
+            Decision::Retry { .. }
+        ));
+    }
+
+    #[test]
+    fn fatal_is_dead_at_once() {
+        let f = Failure::new(FailureKind::ClientError, "404 Not Found");
+        assert!(matches!(
+            decide(&Policy::default(), &counters(0, 0, 0), &f, 0, 0.0),
+            Decision::Dead { .. }
+        ));
+    }
+
+    #[test]
+    fn rate_limit_waits_max_of_header_and_backoff_and_spends_no_retries() {
+        let p = Policy {
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let mut f = Failure::new(FailureKind::RateLimited, "429 Too Many Requests");
+        f.retry_after = Some(secs(120));
+        let c = counters(4, 0, 30); // 4 transient failures and 30 rate limits already
+        assert_eq!(
+            decide(&p, &c, &f, 0, 0.0),
+            Decision::Retry {
+                delay: secs(300),
+                retry: None,
+                pause_host: Some(secs(300))
+            }
+        );
+        f.retry_after = Some(secs(10));
+        let c = counters(0, 0, 0);
+        assert_eq!(
+            decide(&p, &c, &f, 0, 0.0),
+            Decision::Retry {
+                delay: secs(30),
+                retry: None,
+                pause_host: Some(secs(30))
+            }
+        );
+    }
+
+    #[test]
+    fn rate_limit_is_bounded_by_job_age() {
+        let p = Policy {
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let f = Failure::new(FailureKind::RateLimited, "429 Too Many Requests");
+        let day = 24 * 3600 * 1000;
+        assert!(matches!(
+            decide(&p, &counters(0, 0, 3), &f, day - 10_000, 0.0),
+            Decision::Dead { .. }
+        ));
+        assert!(matches!(
+            decide(&p, &counters(0, 0, 3), &f, day - 400_000, 0.0),
+            Decision::Retry { .. }
+        ));
+    }
+
+    #[test]
+    fn a_503_without_retry_after_pauses_the_host_for_the_backoff() {
+        let p = Policy {
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let mut f = Failure::new(FailureKind::ServerError, "503 Service Unavailable");
+        f.http_status = Some(503);
+        assert_eq!(
+            decide(&p, &counters(0, 0, 0), &f, 0, 0.0),
+            Decision::Retry {
+                delay: secs(30),
+                retry: Some((1, 5)),
+                pause_host: Some(secs(30))
+            }
+        );
+    }
+
+    #[test]
+    fn retry_after_seconds_and_dates() {
+        let now = SystemTime::UNIX_EPOCH + secs(1_700_000_000);
+        assert_eq!(parse_retry_after("120", None, now), Some(secs(120)));
+        assert_eq!(parse_retry_after(" 0 ", None, now), Some(secs(0)));
+        assert_eq!(
+            parse_retry_after("99999999999999999999", None, now),
+            Some(MAX_RETRY_AFTER)
+        );
+        let date = httpdate::fmt_http_date(now + secs(90));
+        assert_eq!(parse_retry_after(&date, None, now), Some(secs(90)));
+        // Measured against the response's Date, not our clock (ours is 1 h fast here).
+        let server_now = now;
+        let ours = now + secs(3600);
+        assert_eq!(
+            parse_retry_after(&date, Some(server_now), ours),
+            Some(secs(90))
+        );
+        // In the past: no wait. Far future: clamped.
+        let past = httpdate::fmt_http_date(now - secs(30));
+        assert_eq!(parse_retry_after(&past, None, now), Some(secs(0)));
+        let far = httpdate::fmt_http_date(now + secs(30 * 24 * 3600));
+        assert_eq!(parse_retry_after(&far, None, now), Some(MAX_RETRY_AFTER));
+        assert_eq!(parse_retry_after("soon", None, now), None);
+        assert_eq!(parse_retry_after("-5", None, now), None);
+        assert_eq!(parse_retry_after("", None, now), None);
+    }
+
+    #[test]
+    fn statuses_map_to_the_design_table() {
+        use FailureKind::*;
+        assert_eq!(kind_of_status(429, false, false), RateLimited);
+        assert_eq!(kind_of_status(503, true, false), RateLimited);
+        assert_eq!(kind_of_status(503, false, false), ServerError);
+        assert_eq!(kind_of_status(500, false, false), ServerError);
+        assert_eq!(kind_of_status(502, false, false), ServerError);
+        assert_eq!(kind_of_status(504, false, false), ServerError);
+        assert_eq!(kind_of_status(599, false, false), ServerError);
+        assert_eq!(kind_of_status(403, false, true), RateLimited);
+        for s in [400, 401, 403, 404, 410, 422] {
+            assert_eq!(kind_of_status(s, false, false), ClientError);
+            assert_eq!(kind_of_status(s, false, false).class(), ErrorClass::Fatal);
+        }
+    }
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human_duration(secs(60)), "60 s");
+        assert_eq!(human_duration(secs(300)), "5 min");
+        assert_eq!(human_duration(secs(3600 * 24)), "24 h");
+        assert_eq!(human_duration(Duration::from_millis(200)), "200 ms");
+    }
+}

@@ -1,0 +1,1296 @@
+//! The durable queue in SQLite (WAL). Every state change happens in one `BEGIN IMMEDIATE`
+//! transaction and is reported only after it commits, so what the logs and the UI say is what
+//! the database holds.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
+use rusqlite_migration::{M, Migrations};
+use serde::Serialize;
+
+use super::clock::Millis;
+use super::policy::{self, Counters, Decision, ErrorClass, Failure, FailureKind, Policy};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("database migration failed: {0}")]
+    Migration(#[from] rusqlite_migration::Error),
+    #[error("cannot create the data folder {path}: {source}")]
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("stored settings are not valid: {0}")]
+    Settings(#[from] serde_json::Error),
+    #[error("the database lock was poisoned by a panic")]
+    Poisoned,
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// Schema versions, applied in order. Never edit a released one: add the next.
+pub fn migrations() -> Migrations<'static> {
+    Migrations::new(vec![
+        M::up(include_str!("../../migrations/0001_queue.sql")),
+        M::up(include_str!(
+            "../../migrations/0002_notifications_and_host_politeness.sql"
+        )),
+    ])
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pending,
+    Running,
+    Done,
+    Dead,
+    Cancelled,
+}
+
+impl Status {
+    pub const ALL: [Status; 5] = [
+        Status::Pending,
+        Status::Running,
+        Status::Done,
+        Status::Dead,
+        Status::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Running => "running",
+            Status::Done => "done",
+            Status::Dead => "dead",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+}
+
+/// A job as stored, with times in unix ms. Serializes to the design's JSON job object.
+#[derive(Debug, Clone, Serialize)]
+pub struct Job {
+    pub id: i64,
+    pub url: String,
+    pub final_url: Option<String>,
+    pub host: String,
+    pub status: Status,
+    pub attempts: u32,
+    pub max_retries: u32,
+    /// The due time of a pending job that has failed before, else null.
+    #[serde(serialize_with = "ser_opt_time")]
+    pub retry_after: Option<Millis>,
+    pub error_class: Option<ErrorClass>,
+    pub error: Option<String>,
+    pub http_status: Option<u16>,
+    pub title: Option<String>,
+    pub document: Option<String>,
+    pub content_type: Option<String>,
+    pub batch: Option<String>,
+    pub batch_id: Option<i64>,
+    #[serde(serialize_with = "ser_time")]
+    pub created_at: Millis,
+    #[serde(serialize_with = "ser_time")]
+    pub updated_at: Millis,
+    #[serde(serialize_with = "ser_opt_time")]
+    pub finished_at: Option<Millis>,
+    #[serde(skip)]
+    pub run_at: Millis,
+    #[serde(skip)]
+    pub counters: Counters,
+}
+
+/// One row of a job's attempt history.
+#[derive(Debug, Clone, Serialize)]
+pub struct Attempt {
+    pub number: u32,
+    #[serde(serialize_with = "ser_time")]
+    pub started_at: Millis,
+    #[serde(serialize_with = "ser_opt_time")]
+    pub finished_at: Option<Millis>,
+    /// success | transient | rate_limited | fatal | interrupted; null while in flight.
+    pub outcome: Option<String>,
+    pub kind: Option<String>,
+    pub http_status: Option<u16>,
+    pub error: Option<String>,
+    pub delay_ms: Option<i64>,
+    pub worker: Option<String>,
+}
+
+/// What the worker holds while a job is in flight.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    pub job_id: i64,
+    pub url: String,
+    pub host: String,
+    pub attempt_id: i64,
+    pub attempt: u32,
+    pub owner: String,
+}
+
+/// A new job for [`Store::enqueue`].
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    pub url: String,
+    pub url_key: String,
+    pub host: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "result", rename_all = "lowercase")]
+pub enum Enqueued {
+    Queued {
+        id: i64,
+        url: String,
+    },
+    Duplicate {
+        id: i64,
+        url: String,
+        status: Status,
+    },
+}
+
+/// The outcome of a successful fetch, written with the `done` transition.
+#[derive(Debug, Clone, Default)]
+pub struct Success {
+    pub http_status: u16,
+    pub final_url: String,
+    pub title: Option<String>,
+    pub document: Option<String>,
+    pub content_type: Option<String>,
+    pub sha256: Option<String>,
+}
+
+/// A failed attempt after its transaction committed: the row as stored and why.
+#[derive(Debug, Clone)]
+pub struct Failed {
+    pub job: Job,
+    pub failure: Failure,
+    pub decision: Decision,
+    /// The "now" the transaction used: `job.run_at - at` is the committed wait.
+    pub at: Millis,
+}
+
+/// Filters for listing jobs; every field narrows the list.
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter {
+    pub status: Option<Status>,
+    /// Exact host, lower case.
+    pub host: Option<String>,
+    pub batch_id: Option<i64>,
+    /// Substring of the URL or title.
+    pub search: Option<String>,
+    /// Only ids below this (keyset paging, newest first).
+    pub before_id: Option<i64>,
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Stats {
+    pub pending: u64,
+    pub running: u64,
+    pub done: u64,
+    pub dead: u64,
+    pub cancelled: u64,
+    pub total: u64,
+    /// Pending jobs whose due time is in the future (backing off).
+    pub waiting: u64,
+    #[serde(serialize_with = "ser_opt_time")]
+    pub next_retry_at: Option<Millis>,
+    pub paused_hosts: Vec<PausedHost>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PausedHost {
+    pub host: String,
+    #[serde(serialize_with = "ser_opt_time")]
+    pub paused_until: Option<Millis>,
+    pub reason: Option<String>,
+    pub manual: bool,
+}
+
+/// The result of a manual action on one job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "result")]
+pub enum ActionResult {
+    Done { id: i64 },
+    NotFound { id: i64 },
+    WrongState { id: i64, status: Status },
+}
+
+pub struct Store {
+    conn: Mutex<Connection>,
+    path: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+/// The claim. `INDEXED BY jobs_due` pins the plan to the partial index on pending rows, so the
+/// first due row is found by walking the index in `run_at` order, never by sorting every pending
+/// row (the planner would otherwise pick `jobs_status` on a fresh, un-analyzed database).
+const CLAIM_SQL: &str = "UPDATE jobs SET status = 'running', lease_owner = ?1, lease_until = ?2, \
+         attempts = attempts + 1, updated_at = ?3 \
+     WHERE id = ( \
+         SELECT j.id FROM jobs j INDEXED BY jobs_due \
+         WHERE j.status = 'pending' AND j.run_at <= ?3 \
+           AND NOT EXISTS (SELECT 1 FROM hosts h WHERE h.host = j.host \
+                 AND (h.manual_pause != 0 OR h.paused_until > ?3)) \
+           AND (SELECT count(*) FROM jobs r WHERE r.status = 'running' AND r.host = j.host) \
+                 < coalesce((SELECT h.concurrency_limit FROM hosts h WHERE h.host = j.host AND h.concurrency_limit < ?4), ?4) \
+         ORDER BY j.run_at LIMIT 1) \
+     RETURNING id, url, host, attempts";
+
+const JOB_COLUMNS: &str = "j.id, j.url, j.final_url, j.host, j.status, j.attempts, j.max_retries, \
+     j.run_at, j.error_class, j.error, j.http_status, j.title, j.document, j.content_type, \
+     j.batch_id, b.name, j.created_at, j.updated_at, j.finished_at, j.net_failures, \
+     j.server_failures, j.rate_limits, j.budget_started_at";
+
+fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
+    let status_text: String = row.get(4)?;
+    let status = Status::parse(&status_text).unwrap_or(Status::Pending);
+    let attempts: u32 = row.get(5)?;
+    let max_retries: u32 = row.get(6)?;
+    let run_at: Millis = row.get(7)?;
+    let class: Option<String> = row.get(8)?;
+    let net: u32 = row.get(19)?;
+    let server: u32 = row.get(20)?;
+    let rate: u32 = row.get(21)?;
+    Ok(Job {
+        id: row.get(0)?,
+        url: row.get(1)?,
+        final_url: row.get(2)?,
+        host: row.get(3)?,
+        status,
+        attempts,
+        max_retries,
+        retry_after: (status == Status::Pending && attempts > 0).then_some(run_at),
+        error_class: class.as_deref().and_then(ErrorClass::parse),
+        error: row.get(9)?,
+        http_status: row.get(10)?,
+        title: row.get(11)?,
+        document: row.get(12)?,
+        content_type: row.get(13)?,
+        batch_id: row.get(14)?,
+        batch: row.get(15)?,
+        created_at: row.get(16)?,
+        updated_at: row.get(17)?,
+        finished_at: row.get(18)?,
+        run_at,
+        counters: Counters {
+            attempts,
+            max_retries,
+            net_failures: net,
+            server_failures: server,
+            rate_limits: rate,
+            budget_started_at: row.get(22)?,
+        },
+    })
+}
+
+fn load_job(conn: &Connection, id: i64) -> rusqlite::Result<Option<Job>> {
+    conn.query_row(
+        &format!("SELECT {JOB_COLUMNS} FROM jobs j LEFT JOIN batches b ON b.id = j.batch_id WHERE j.id = ?1"),
+        [id],
+        job_from_row,
+    )
+    .optional()
+}
+
+impl Store {
+    /// Open (creating if needed) the database at `path` and bring its schema up to date.
+    pub fn open(path: &Path) -> Result<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::DataDir {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let mut conn = Connection::open(path)?;
+        configure(&conn)?;
+        migrations().to_latest(&mut conn)?;
+        Ok(Self {
+            conn: Mutex::new(conn),
+            path: Some(path.to_path_buf()),
+        })
+    }
+
+    /// A private in-memory database through the same code path, for tests.
+    pub fn open_in_memory() -> Result<Self> {
+        let mut conn = Connection::open_in_memory()?;
+        configure(&conn)?;
+        migrations().to_latest(&mut conn)?;
+        Ok(Self {
+            conn: Mutex::new(conn),
+            path: None,
+        })
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    fn conn(&self) -> Result<MutexGuard<'_, Connection>> {
+        self.conn.lock().map_err(|_| StoreError::Poisoned)
+    }
+
+    fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    pub fn create_batch(&self, name: &str, source: &str, now: Millis) -> Result<i64> {
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO batches (name, source, created_at) VALUES (?1, ?2, ?3)",
+                params![name, source, now],
+            )?;
+            Ok(tx.last_insert_rowid())
+        })
+    }
+
+    /// Queue new jobs in one transaction. A URL whose normalized form is already queued is
+    /// reported as a duplicate with the existing job's id, and not queued again.
+    pub fn enqueue(
+        &self,
+        batch_id: Option<i64>,
+        jobs: &[NewJob],
+        max_retries: u32,
+        now: Millis,
+    ) -> Result<Vec<Enqueued>> {
+        self.write(|tx| {
+            let mut find = tx.prepare_cached("SELECT id, status FROM jobs WHERE url_key = ?1")?;
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO jobs (url, url_key, host, batch_id, status, run_at, max_retries, \
+                 budget_started_at, created_at, updated_at) \
+                 VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?5, ?5, ?5)",
+            )?;
+            let mut out = Vec::with_capacity(jobs.len());
+            for job in jobs {
+                let existing = find
+                    .query_row([&job.url_key], |r| {
+                        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+                    })
+                    .optional()?;
+                if let Some((id, status)) = existing {
+                    out.push(Enqueued::Duplicate {
+                        id,
+                        url: job.url.clone(),
+                        status: Status::parse(&status).unwrap_or(Status::Pending),
+                    });
+                    continue;
+                }
+                insert.execute(params![
+                    job.url,
+                    job.url_key,
+                    job.host,
+                    batch_id,
+                    now,
+                    max_retries
+                ])?;
+                out.push(Enqueued::Queued {
+                    id: tx.last_insert_rowid(),
+                    url: job.url.clone(),
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    /// Atomically move one eligible job to `running` under `owner`'s lease.
+    ///
+    /// Eligible: pending, due, its host not paused and below `per_host` running jobs (counted
+    /// across every process on this database). The claim counts the attempt up front, so a job
+    /// that crashes the worker every time still runs out of attempts instead of looping.
+    pub fn claim(
+        &self,
+        owner: &str,
+        now: Millis,
+        lease: Duration,
+        per_host: u32,
+    ) -> Result<Option<Claimed>> {
+        self.write(|tx| {
+            let lease_until = now + lease.as_millis() as Millis;
+            let claimed = tx
+                .prepare_cached(CLAIM_SQL)?
+                .query_row(params![owner, lease_until, now, per_host], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, u32>(3)?,
+                    ))
+                })
+                .optional()?;
+            let Some((job_id, url, host, attempt)) = claimed else {
+                return Ok(None);
+            };
+            tx.prepare_cached(
+                "INSERT INTO attempts (job_id, number, started_at, worker) VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![job_id, attempt, now, owner])?;
+            Ok(Some(Claimed {
+                job_id,
+                url,
+                host,
+                attempt_id: tx.last_insert_rowid(),
+                attempt,
+                owner: owner.to_string(),
+            }))
+        })
+    }
+
+    /// Mark a claimed job done. Returns `None` if the lease was lost meanwhile (cancelled, or
+    /// recovered by another worker after expiry): then nothing is written to the job.
+    pub fn complete(
+        &self,
+        claimed: &Claimed,
+        success: &Success,
+        now: Millis,
+    ) -> Result<Option<Job>> {
+        self.write(|tx| {
+            let changed = tx.execute(
+                "UPDATE jobs SET status = 'done', lease_owner = NULL, lease_until = NULL, \
+                     final_url = ?3, http_status = ?4, title = ?5, document = ?6, content_type = ?7, \
+                     sha256 = ?8, error_class = NULL, error = NULL, updated_at = ?9, finished_at = ?9 \
+                 WHERE id = ?1 AND status = 'running' AND lease_owner = ?2",
+                params![
+                    claimed.job_id,
+                    claimed.owner,
+                    success.final_url,
+                    success.http_status,
+                    success.title,
+                    success.document,
+                    success.content_type,
+                    success.sha256,
+                    now
+                ],
+            )?;
+            let outcome = if changed == 1 { "success" } else { "success_discarded" };
+            tx.execute(
+                "UPDATE attempts SET finished_at = ?2, outcome = ?3, http_status = ?4 WHERE id = ?1",
+                params![claimed.attempt_id, now, outcome, success.http_status],
+            )?;
+            if changed == 0 {
+                return Ok(None);
+            }
+            record_host_success(tx, &claimed.host)?;
+            Ok(load_job(tx, claimed.job_id)?)
+        })
+    }
+
+    /// Record a failed attempt and decide, inside the same transaction, whether the job waits
+    /// for a retry or is dead. `unit` is the jitter sample in [-1, 1].
+    pub fn fail(
+        &self,
+        claimed: &Claimed,
+        failure: &Failure,
+        policy: &Policy,
+        now: Millis,
+        unit: f64,
+    ) -> Result<Option<Failed>> {
+        self.write(|tx| {
+            let job = tx
+                .query_row(
+                    &format!(
+                        "SELECT {JOB_COLUMNS} FROM jobs j LEFT JOIN batches b ON b.id = j.batch_id \
+                         WHERE j.id = ?1 AND j.status = 'running' AND j.lease_owner = ?2"
+                    ),
+                    params![claimed.job_id, claimed.owner],
+                    job_from_row,
+                )
+                .optional()?;
+            let Some(job) = job else {
+                tx.execute(
+                    "UPDATE attempts SET finished_at = ?2, outcome = ?3, kind = ?4, http_status = ?5, error = ?6 \
+                     WHERE id = ?1",
+                    params![
+                        claimed.attempt_id,
+                        now,
+                        failure.class().as_str(),
+                        kind_str(failure.kind),
+                        failure.http_status,
+                        format!("{} (result discarded: the job was cancelled or taken over)", failure.message)
+                    ],
+                )?;
+                return Ok(None);
+            };
+            let failed = apply_failure(tx, &job, Some(claimed.attempt_id), failure, policy, now, unit)?;
+            Ok(Some(failed))
+        })
+    }
+
+    /// Put back jobs whose worker is gone: lease expired, or `is_alive(owner)` says the owning
+    /// process no longer exists. The interrupted attempt still counts.
+    pub fn recover(
+        &self,
+        policy: &Policy,
+        now: Millis,
+        is_alive: impl Fn(&str) -> bool,
+    ) -> Result<Vec<Failed>> {
+        self.write(|tx| {
+            let mut stmt = tx.prepare(&format!(
+                "SELECT {JOB_COLUMNS}, j.lease_owner, j.lease_until FROM jobs j \
+                 LEFT JOIN batches b ON b.id = j.batch_id WHERE j.status = 'running'"
+            ))?;
+            let running = stmt
+                .query_map([], |r| {
+                    Ok((job_from_row(r)?, r.get::<_, Option<String>>(23)?, r.get::<_, Option<Millis>>(24)?))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            drop(stmt);
+            let mut out = Vec::new();
+            for (job, owner, lease_until) in running {
+                let expired = lease_until.is_none_or(|t| t < now);
+                let orphaned = owner.as_deref().is_none_or(|o| !is_alive(o));
+                if !(expired || orphaned) {
+                    continue;
+                }
+                let attempt_id: Option<i64> = tx
+                    .query_row(
+                        "SELECT id FROM attempts WHERE job_id = ?1 AND finished_at IS NULL ORDER BY number DESC LIMIT 1",
+                        [job.id],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                let failure = Failure::new(
+                    FailureKind::Interrupted,
+                    if expired { "interrupted: the worker's lease expired" } else { "interrupted: the worker stopped" },
+                );
+                out.push(apply_failure(tx, &job, attempt_id, &failure, policy, now, 0.0)?);
+            }
+            Ok(out)
+        })
+    }
+
+    /// When the next job could become eligible: the earliest future due time or host pause end.
+    pub fn next_wakeup(&self, now: Millis) -> Result<Option<Millis>> {
+        let conn = self.conn()?;
+        let due: Option<Millis> = conn.query_row(
+            "SELECT min(run_at) FROM jobs WHERE status = 'pending' AND run_at > ?1",
+            [now],
+            |r| r.get(0),
+        )?;
+        let pause: Option<Millis> = conn.query_row(
+            "SELECT min(paused_until) FROM hosts WHERE paused_until > ?1 AND manual_pause = 0",
+            [now],
+            |r| r.get(0),
+        )?;
+        Ok(match (due, pause) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
+    }
+
+    /// True while any job is pending or running (what `run --until-idle` waits for).
+    pub fn has_active(&self) -> Result<bool> {
+        let conn = self.conn()?;
+        Ok(conn
+            .query_row(
+                "SELECT 1 FROM jobs WHERE status IN ('pending', 'running') LIMIT 1",
+                [],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some())
+    }
+
+    pub fn job(&self, id: i64) -> Result<Option<Job>> {
+        let conn = self.conn()?;
+        Ok(load_job(&conn, id)?)
+    }
+
+    pub fn attempts(&self, job_id: i64) -> Result<Vec<Attempt>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT number, started_at, finished_at, outcome, kind, http_status, error, delay_ms, worker \
+             FROM attempts WHERE job_id = ?1 ORDER BY number, id",
+        )?;
+        let rows = stmt
+            .query_map([job_id], |r| {
+                Ok(Attempt {
+                    number: r.get(0)?,
+                    started_at: r.get(1)?,
+                    finished_at: r.get(2)?,
+                    outcome: r.get(3)?,
+                    kind: r.get(4)?,
+                    http_status: r.get(5)?,
+                    error: r.get(6)?,
+                    delay_ms: r.get(7)?,
+                    worker: r.get(8)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Jobs newest first, narrowed by `filter`.
+    pub fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>> {
+        let mut sql = format!(
+            "SELECT {JOB_COLUMNS} FROM jobs j LEFT JOIN batches b ON b.id = j.batch_id WHERE 1 = 1"
+        );
+        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        if let Some(s) = filter.status {
+            sql.push_str(" AND j.status = ?");
+            args.push(s.as_str().to_string().into());
+        }
+        if let Some(h) = &filter.host {
+            sql.push_str(" AND j.host = ?");
+            args.push(h.to_lowercase().into());
+        }
+        if let Some(b) = filter.batch_id {
+            sql.push_str(" AND j.batch_id = ?");
+            args.push(b.into());
+        }
+        if let Some(q) = filter.search.as_deref().filter(|q| !q.is_empty()) {
+            sql.push_str(" AND (j.url LIKE ? ESCAPE '\\' OR j.title LIKE ? ESCAPE '\\')");
+            let pat = format!(
+                "%{}%",
+                q.replace('\\', "\\\\")
+                    .replace('%', "\\%")
+                    .replace('_', "\\_")
+            );
+            args.push(pat.clone().into());
+            args.push(pat.into());
+        }
+        if let Some(before) = filter.before_id {
+            sql.push_str(" AND j.id < ?");
+            args.push(before.into());
+        }
+        sql.push_str(" ORDER BY j.id DESC");
+        if let Some(limit) = filter.limit {
+            sql.push_str(" LIMIT ?");
+            args.push(i64::from(limit).into());
+        }
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let rows = stmt
+            .query_map(rusqlite::params_from_iter(args), job_from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Dead jobs back to pending with a fresh budget; pending jobs made due now.
+    pub fn retry(&self, ids: &[i64], max_retries: u32, now: Millis) -> Result<Vec<ActionResult>> {
+        self.write(|tx| {
+            let mut out = Vec::with_capacity(ids.len());
+            for &id in ids {
+                let status: Option<String> = tx
+                    .query_row("SELECT status FROM jobs WHERE id = ?1", [id], |r| r.get(0))
+                    .optional()?;
+                let Some(status) = status.as_deref().and_then(Status::parse) else {
+                    out.push(ActionResult::NotFound { id });
+                    continue;
+                };
+                match status {
+                    Status::Dead | Status::Cancelled => {
+                        revive(tx, id, max_retries, now)?;
+                        out.push(ActionResult::Done { id });
+                    }
+                    Status::Pending => {
+                        tx.execute(
+                            "UPDATE jobs SET run_at = ?2, updated_at = ?2 WHERE id = ?1",
+                            params![id, now],
+                        )?;
+                        out.push(ActionResult::Done { id });
+                    }
+                    other => out.push(ActionResult::WrongState { id, status: other }),
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Every dead job (optionally of one host) back to pending with a fresh budget.
+    pub fn retry_dead(
+        &self,
+        host: Option<&str>,
+        max_retries: u32,
+        now: Millis,
+    ) -> Result<Vec<i64>> {
+        self.write(|tx| {
+            let ids = {
+                let mut stmt = tx.prepare(
+                    "SELECT id FROM jobs WHERE status = 'dead' AND (?1 IS NULL OR host = ?1) ORDER BY id",
+                )?;
+                stmt.query_map([host.map(str::to_lowercase)], |r| r.get::<_, i64>(0))?
+                    .collect::<rusqlite::Result<Vec<_>>>()?
+            };
+            for &id in &ids {
+                revive(tx, id, max_retries, now)?;
+            }
+            Ok(ids)
+        })
+    }
+
+    /// Cancel pending or running jobs. A running job's worker finds its lease gone and drops
+    /// the result.
+    pub fn cancel(&self, ids: &[i64], now: Millis) -> Result<Vec<ActionResult>> {
+        self.write(|tx| {
+            let mut out = Vec::with_capacity(ids.len());
+            for &id in ids {
+                let status: Option<String> = tx
+                    .query_row("SELECT status FROM jobs WHERE id = ?1", [id], |r| r.get(0))
+                    .optional()?;
+                match status.as_deref().and_then(Status::parse) {
+                    None => out.push(ActionResult::NotFound { id }),
+                    Some(Status::Pending | Status::Running) => {
+                        tx.execute(
+                            "UPDATE jobs SET status = 'cancelled', lease_owner = NULL, lease_until = NULL, \
+                             updated_at = ?2, finished_at = ?2 WHERE id = ?1",
+                            params![id, now],
+                        )?;
+                        tx.execute(
+                            "UPDATE attempts SET finished_at = ?2, outcome = 'cancelled' WHERE job_id = ?1 AND finished_at IS NULL",
+                            params![id, now],
+                        )?;
+                        out.push(ActionResult::Done { id });
+                    }
+                    Some(other) => out.push(ActionResult::WrongState { id, status: other }),
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    pub fn stats(&self, now: Millis) -> Result<Stats> {
+        let conn = self.conn()?;
+        let mut stats = Stats::default();
+        {
+            let mut stmt =
+                conn.prepare_cached("SELECT status, count(*) FROM jobs GROUP BY status")?;
+            let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u64>(1)?)))?;
+            for row in rows {
+                let (status, n) = row?;
+                match Status::parse(&status) {
+                    Some(Status::Pending) => stats.pending = n,
+                    Some(Status::Running) => stats.running = n,
+                    Some(Status::Done) => stats.done = n,
+                    Some(Status::Dead) => stats.dead = n,
+                    Some(Status::Cancelled) => stats.cancelled = n,
+                    None => {}
+                }
+                stats.total += n;
+            }
+        }
+        let (waiting, next): (u64, Option<Millis>) = conn.query_row(
+            "SELECT count(*), min(run_at) FROM jobs WHERE status = 'pending' AND run_at > ?1",
+            [now],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        stats.waiting = waiting;
+        stats.next_retry_at = next;
+        let mut stmt = conn.prepare_cached(
+            "SELECT host, paused_until, pause_reason, manual_pause FROM hosts \
+             WHERE manual_pause != 0 OR paused_until > ?1 ORDER BY host",
+        )?;
+        stats.paused_hosts = stmt
+            .query_map([now], |r| {
+                Ok(PausedHost {
+                    host: r.get(0)?,
+                    paused_until: r.get(1)?,
+                    reason: r.get(2)?,
+                    manual: r.get::<_, i64>(3)? != 0,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(stats)
+    }
+
+    /// The stored policy, or the defaults.
+    pub fn load_policy(&self) -> Result<Policy> {
+        let conn = self.conn()?;
+        let text: Option<String> = conn
+            .query_row("SELECT value FROM settings WHERE key = 'policy'", [], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        Ok(match text {
+            Some(t) => serde_json::from_str(&t)?,
+            None => Policy::default(),
+        })
+    }
+
+    pub fn save_policy(&self, policy: &Policy) -> Result<()> {
+        let text = serde_json::to_string(policy)?;
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO settings (key, value) VALUES ('policy', ?1) \
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [text],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Run a read-only check query, for tests and diagnostics (`PRAGMA integrity_check`).
+    pub fn integrity_check(&self) -> Result<String> {
+        let conn = self.conn()?;
+        Ok(conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?)
+    }
+}
+
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    // WAL lets the GUI read while a worker writes; NORMAL is durable across process crashes
+    // (only an OS crash can lose the last commits); 5 s covers another process's transaction.
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.busy_timeout(Duration::from_secs(5))?;
+    Ok(())
+}
+
+fn kind_str(kind: FailureKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{kind:?}"))
+}
+
+fn revive(tx: &Transaction<'_>, id: i64, max_retries: u32, now: Millis) -> Result<()> {
+    tx.execute(
+        "UPDATE jobs SET status = 'pending', run_at = ?2, max_retries = ?3, net_failures = 0, \
+             server_failures = 0, rate_limits = 0, budget_started_at = ?2, updated_at = ?2, \
+             finished_at = NULL, dead_notified = 0, lease_owner = NULL, lease_until = NULL \
+         WHERE id = ?1",
+        params![id, now, max_retries],
+    )?;
+    Ok(())
+}
+
+fn record_host_success(tx: &Transaction<'_>, host: &str) -> Result<()> {
+    tx.prepare_cached("UPDATE hosts SET success_streak = success_streak + 1 WHERE host = ?1")?
+        .execute([host])?;
+    Ok(())
+}
+
+/// The shared tail of a failed attempt: counters, decision, job row, attempt row, host pause.
+fn apply_failure(
+    tx: &Transaction<'_>,
+    job: &Job,
+    attempt_id: Option<i64>,
+    failure: &Failure,
+    policy: &Policy,
+    now: Millis,
+    unit: f64,
+) -> Result<Failed> {
+    // The budget in force is the current policy's, so a settings change reaches queued jobs.
+    let counters = Counters {
+        max_retries: policy.max_retries,
+        ..job.counters
+    };
+    let decision = policy::decide(policy, &counters, failure, now, unit);
+    let (net, server, rate) = match failure.kind.budget() {
+        _ if failure.class() == ErrorClass::Fatal => (0, 0, 0),
+        policy::Budget::Network => (1, 0, 0),
+        policy::Budget::Server => (0, 1, 0),
+        policy::Budget::RateLimit => (0, 0, 1),
+    };
+    let (status, run_at, delay_ms, finished_at, error) = match &decision {
+        Decision::Retry { delay, .. } => {
+            let d = delay.as_millis() as Millis;
+            ("pending", now + d, Some(d), None, failure.message.clone())
+        }
+        Decision::Dead { reason } => ("dead", job.run_at, None, Some(now), reason.clone()),
+    };
+    tx.execute(
+        "UPDATE jobs SET status = ?2, run_at = ?3, net_failures = net_failures + ?4, \
+             server_failures = server_failures + ?5, rate_limits = rate_limits + ?6, \
+             error_class = ?7, error = ?8, http_status = ?9, lease_owner = NULL, lease_until = NULL, \
+             updated_at = ?10, finished_at = ?11, max_retries = ?12 \
+         WHERE id = ?1",
+        params![
+            job.id,
+            status,
+            run_at,
+            net,
+            server,
+            rate,
+            failure.class().as_str(),
+            error,
+            failure.http_status,
+            now,
+            finished_at,
+            policy.max_retries
+        ],
+    )?;
+    if let Some(attempt_id) = attempt_id {
+        let outcome = if failure.kind == FailureKind::Interrupted {
+            "interrupted"
+        } else {
+            failure.class().as_str()
+        };
+        tx.execute(
+            "UPDATE attempts SET finished_at = ?2, outcome = ?3, kind = ?4, http_status = ?5, error = ?6, delay_ms = ?7 \
+             WHERE id = ?1",
+            params![attempt_id, now, outcome, kind_str(failure.kind), failure.http_status, failure.message, delay_ms],
+        )?;
+    }
+    if let Decision::Retry {
+        pause_host: Some(pause),
+        ..
+    } = &decision
+    {
+        let until = now + pause.as_millis() as Millis;
+        tx.execute(
+            "INSERT INTO hosts (host, paused_until, pause_reason) VALUES (?1, ?2, ?3) \
+             ON CONFLICT(host) DO UPDATE SET paused_until = max(coalesce(paused_until, 0), excluded.paused_until), \
+                 pause_reason = excluded.pause_reason, success_streak = 0",
+            params![job.host, until, failure.message],
+        )?;
+    }
+    let job = load_job(tx, job.id)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
+    Ok(Failed {
+        job,
+        failure: failure.clone(),
+        decision,
+        at: now,
+    })
+}
+
+fn ser_time<S: serde::Serializer>(t: &Millis, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&rfc3339(*t))
+}
+
+fn ser_opt_time<S: serde::Serializer>(
+    t: &Option<Millis>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match t {
+        Some(t) => s.serialize_str(&rfc3339(*t)),
+        None => s.serialize_none(),
+    }
+}
+
+/// RFC 3339 in UTC with milliseconds.
+pub fn rfc3339(ms: Millis) -> String {
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(&format).ok())
+        .unwrap_or_else(|| ms.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(url: &str) -> NewJob {
+        let host = url::Url::parse(url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string))
+            .unwrap_or_default();
+        NewJob {
+            url: url.into(),
+            url_key: url.into(),
+            host,
+        }
+    }
+
+    #[test]
+    fn migrates_a_version_1_database_and_keeps_its_jobs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("old.db");
+        {
+            let mut conn = Connection::open(&path).expect("open");
+            Migrations::new(vec![M::up(include_str!("../../migrations/0001_queue.sql"))])
+                .to_latest(&mut conn)
+                .expect("v1");
+            conn.execute(
+                "INSERT INTO jobs (url, url_key, host, status, run_at, max_retries, budget_started_at, created_at, updated_at) \
+                 VALUES ('http://a.example/', 'http://a.example/', 'a.example', 'dead', 1, 5, 1, 1, 1)",
+                [],
+            )
+            .expect("insert");
+            let v: i64 = conn
+                .query_row("PRAGMA user_version", [], |r| r.get(0))
+                .expect("version");
+            assert_eq!(v, 1);
+        }
+        let store = Store::open(&path).expect("migrate");
+        let conn = store.conn().expect("conn");
+        let v: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .expect("version");
+        assert_eq!(v, 2);
+        let (url, notified): (String, i64) = conn
+            .query_row("SELECT url, dead_notified FROM jobs", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .expect("row");
+        assert_eq!(url, "http://a.example/");
+        assert_eq!(notified, 0);
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .expect("mode");
+        assert_eq!(mode, "wal");
+    }
+
+    #[test]
+    fn migrations_are_valid() {
+        migrations().validate().expect("valid migrations");
+    }
+
+    #[test]
+    fn duplicates_are_reported_with_the_existing_id() {
+        let s = Store::open_in_memory().expect("store");
+        let r = s
+            .enqueue(
+                None,
+                &[job("http://a.example/x"), job("http://a.example/x")],
+                5,
+                10,
+            )
+            .expect("enqueue");
+        let Enqueued::Queued { id, .. } = r[0] else {
+            panic!("{r:?}")
+        };
+        assert_eq!(
+            r[1],
+            Enqueued::Duplicate {
+                id,
+                url: "http://a.example/x".into(),
+                status: Status::Pending
+            }
+        );
+    }
+
+    #[test]
+    fn claim_takes_due_jobs_only_and_never_twice() {
+        let s = Store::open_in_memory().expect("store");
+        s.enqueue(None, &[job("http://a.example/1")], 5, 100)
+            .expect("enqueue");
+        assert!(
+            s.claim("w", 99, Duration::from_secs(60), 2)
+                .expect("claim")
+                .is_none(),
+            "not due yet"
+        );
+        let c = s
+            .claim("w", 100, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("job");
+        assert_eq!(c.attempt, 1);
+        assert!(
+            s.claim("w2", 100, Duration::from_secs(60), 2)
+                .expect("claim")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn per_host_limit_and_host_pause_gate_the_claim() {
+        let s = Store::open_in_memory().expect("store");
+        let jobs: Vec<_> = (0..4)
+            .map(|i| job(&format!("http://a.example/{i}")))
+            .collect();
+        s.enqueue(None, &jobs, 5, 0).expect("enqueue");
+        s.enqueue(None, &[job("http://b.example/1")], 5, 1)
+            .expect("enqueue");
+        let lease = Duration::from_secs(60);
+        let first = s.claim("w", 10, lease, 2).expect("claim").expect("a1");
+        let second = s.claim("w", 10, lease, 2).expect("claim").expect("a2");
+        assert_eq!(
+            (first.host.as_str(), second.host.as_str()),
+            ("a.example", "a.example")
+        );
+        let third = s.claim("w", 10, lease, 2).expect("claim").expect("b");
+        assert_eq!(third.host, "b.example", "a.example is at its limit of 2");
+        assert!(s.claim("w", 10, lease, 2).expect("claim").is_none());
+
+        // A 429 on a.example pauses the whole host, even though one of its slots frees up.
+        let policy = Policy {
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let mut f = Failure::new(FailureKind::RateLimited, "429 Too Many Requests");
+        f.retry_after = Some(Duration::from_secs(120));
+        let failed = s
+            .fail(&first, &f, &policy, 10, 0.0)
+            .expect("fail")
+            .expect("lease held");
+        assert_eq!(failed.job.run_at, 10 + 120_000);
+        assert!(
+            s.claim("w", 11, lease, 2).expect("claim").is_none(),
+            "host paused"
+        );
+        assert_eq!(s.next_wakeup(11).expect("wakeup"), Some(120_010));
+        let again = s
+            .claim("w", 120_010, lease, 2)
+            .expect("claim")
+            .expect("after pause");
+        assert_eq!(again.host, "a.example");
+    }
+
+    #[test]
+    fn a_failure_backs_off_then_dies_with_its_history() {
+        let s = Store::open_in_memory().expect("store");
+        s.enqueue(None, &[job("http://a.example/")], 2, 0)
+            .expect("enqueue");
+        let policy = Policy {
+            jitter: 0.0,
+            max_retries: 2,
+            ..Policy::default()
+        };
+        let mut now = 0;
+        let mut f = Failure::new(FailureKind::ServerError, "500 Internal Server Error");
+        f.http_status = Some(500);
+        for expected_delay in [30_000, 60_000] {
+            let c = s
+                .claim("w", now, Duration::from_secs(60), 2)
+                .expect("claim")
+                .expect("due");
+            let failed = s
+                .fail(&c, &f, &policy, now, 0.0)
+                .expect("fail")
+                .expect("held");
+            assert_eq!(failed.job.status, Status::Pending);
+            assert_eq!(failed.job.retry_after, Some(now + expected_delay));
+            now += expected_delay;
+        }
+        let c = s
+            .claim("w", now, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("due");
+        let failed = s
+            .fail(&c, &f, &policy, now, 0.0)
+            .expect("fail")
+            .expect("held");
+        assert_eq!(failed.job.status, Status::Dead);
+        assert_eq!(failed.job.attempts, 3);
+        let history = s.attempts(failed.job.id).expect("attempts");
+        assert_eq!(history.len(), 3);
+        assert_eq!(history[0].delay_ms, Some(30_000));
+        assert_eq!(history[2].delay_ms, None);
+        assert!(
+            history
+                .iter()
+                .all(|a| a.outcome.as_deref() == Some("transient"))
+        );
+
+        // A manual retry gives a fresh budget and keeps the history.
+        let ids = s.retry_dead(None, 2, now).expect("retry");
+        assert_eq!(ids, vec![failed.job.id]);
+        let c = s
+            .claim("w", now, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("due again");
+        let failed = s
+            .fail(&c, &f, &policy, now, 0.0)
+            .expect("fail")
+            .expect("held");
+        assert_eq!(
+            failed.decision,
+            Decision::Retry {
+                delay: Duration::from_secs(30),
+                retry: Some((1, 2)),
+                pause_host: None
+            }
+        );
+        assert_eq!(s.attempts(failed.job.id).expect("attempts").len(), 4);
+    }
+
+    #[test]
+    fn a_lost_lease_cannot_complete() {
+        let s = Store::open_in_memory().expect("store");
+        s.enqueue(None, &[job("http://a.example/")], 5, 0)
+            .expect("enqueue");
+        let c = s
+            .claim("w", 0, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("job");
+        s.cancel(&[c.job_id], 1).expect("cancel");
+        let done = s
+            .complete(
+                &c,
+                &Success {
+                    http_status: 200,
+                    ..Success::default()
+                },
+                2,
+            )
+            .expect("complete");
+        assert!(done.is_none());
+        assert_eq!(
+            s.job(c.job_id).expect("job").expect("row").status,
+            Status::Cancelled
+        );
+    }
+
+    #[test]
+    fn recovery_requeues_orphans_and_counts_the_attempt() {
+        let s = Store::open_in_memory().expect("store");
+        s.enqueue(
+            None,
+            &[job("http://a.example/1"), job("http://b.example/2")],
+            1,
+            0,
+        )
+        .expect("enqueue");
+        let lease = Duration::from_secs(60);
+        let dead_owner = s.claim("gone", 0, lease, 2).expect("claim").expect("1");
+        let live_owner = s.claim("alive", 0, lease, 2).expect("claim").expect("2");
+        let policy = Policy {
+            max_retries: 1,
+            ..Policy::default()
+        };
+        let recovered = s.recover(&policy, 10, |o| o == "alive").expect("recover");
+        assert_eq!(recovered.len(), 1);
+        let j = s.job(dead_owner.job_id).expect("job").expect("row");
+        assert_eq!((j.status, j.attempts, j.run_at), (Status::Pending, 1, 10));
+        assert_eq!(
+            s.job(live_owner.job_id).expect("job").expect("row").status,
+            Status::Running
+        );
+        let h = s.attempts(dead_owner.job_id).expect("attempts");
+        assert_eq!(h[0].outcome.as_deref(), Some("interrupted"));
+        // Crash again: with one retry allowed, the second interruption kills it.
+        let again = s
+            .claim("gone", 10, lease, 2)
+            .expect("claim")
+            .expect("again");
+        assert_eq!(again.job_id, dead_owner.job_id);
+        s.recover(&policy, 20, |o| o == "alive").expect("recover");
+        assert_eq!(
+            s.job(again.job_id).expect("job").expect("row").status,
+            Status::Dead
+        );
+        // An expired lease is recovered even if its owner looks alive.
+        let rec = s.recover(&policy, 61_000, |_| true).expect("recover");
+        assert_eq!(rec.len(), 1);
+        assert_eq!(rec[0].job.id, live_owner.job_id);
+    }
+
+    #[test]
+    fn the_claim_walks_the_due_index_without_sorting() {
+        let s = Store::open_in_memory().expect("store");
+        let conn = s.conn().expect("conn");
+        let plan: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {CLAIM_SQL}"))
+            .expect("prepare")
+            .query_map(params!["w", 1, 1, 2], |r| r.get::<_, String>(3))
+            .expect("plan")
+            .collect::<rusqlite::Result<_>>()
+            .expect("rows");
+        let plan = plan.join("\n");
+        assert!(plan.contains("jobs_due"), "{plan}");
+        assert!(!plan.contains("TEMP B-TREE"), "{plan}");
+    }
+}

@@ -1,0 +1,475 @@
+//! The worker loop: claim due jobs up to the concurrency limit, fetch them concurrently, commit
+//! each outcome, and log it from the committed row.
+//!
+//! No task ever sleeps on one job's backoff: the retry time lives in the job's row, and the
+//! loop sleeps only when nothing at all is eligible, until the earliest due time or host pause
+//! ends, or until something wakes it (an enqueue, a settings change, a commit by another
+//! process on the same database).
+
+use std::path::Path;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use rand::Rng;
+use tokio::sync::{Notify, broadcast, watch};
+use tokio::task::JoinSet;
+
+use super::clock::{Millis, SharedClock};
+use super::fetch::{Fetcher, Limits};
+use super::library::Library;
+use super::policy::{self, Decision, Failure, FailureKind, Policy};
+use super::store::{Claimed, Failed, Job, Status, Store, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("a database task panicked or was cancelled: {0}")]
+    Join(#[from] tokio::task::JoinError),
+    #[error("cannot watch the data folder for changes: {0}")]
+    Watch(#[from] notify::Error),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunMode {
+    /// Return once no job is pending or running.
+    UntilIdle,
+    /// Run until shut down.
+    Forever,
+}
+
+/// A committed change to a job, for the desktop shell's live updates.
+#[derive(Debug, Clone)]
+pub struct JobEvent {
+    pub job: Job,
+}
+
+/// Counts of what one `run` did, for the CLI's closing line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunSummary {
+    pub done: u64,
+    pub retried: u64,
+    pub dead: u64,
+    pub recovered: u64,
+}
+
+pub struct Worker {
+    store: Arc<Store>,
+    clock: SharedClock,
+    fetcher: Fetcher,
+    library: Library,
+    policy: Arc<RwLock<Policy>>,
+    wake: Arc<Notify>,
+    owner: String,
+    events: broadcast::Sender<JobEvent>,
+}
+
+/// While nothing is eligible and nothing wakes us, look again after this long anyway: a safety
+/// net for wake-ups that cannot be observed (another process on a filesystem without inotify).
+const IDLE_FALLBACK: Duration = Duration::from_secs(30);
+/// While other processes hold running jobs, `--until-idle` checks back this often.
+const FOREIGN_RUNNING_RECHECK: Duration = Duration::from_millis(500);
+
+impl Worker {
+    pub fn new(
+        store: Arc<Store>,
+        clock: SharedClock,
+        library: Library,
+        policy: Policy,
+    ) -> Result<Arc<Self>, super::fetch::FetchError> {
+        let fetcher = Fetcher::new(policy.max_redirects)?;
+        let (events, _) = broadcast::channel(1024);
+        Ok(Arc::new(Self {
+            store,
+            clock,
+            fetcher,
+            library,
+            policy: Arc::new(RwLock::new(policy)),
+            wake: Arc::new(Notify::new()),
+            owner: new_owner_id(),
+            events,
+        }))
+    }
+
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// Wake the loop (after an enqueue, a manual retry, a settings change).
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    pub fn waker(&self) -> Arc<Notify> {
+        self.wake.clone()
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<JobEvent> {
+        self.events.subscribe()
+    }
+
+    pub fn policy(&self) -> Policy {
+        self.policy.read().map(|p| p.clone()).unwrap_or_default()
+    }
+
+    /// Apply a new policy to the running loop; in-flight fetches keep the limits they started with.
+    pub fn set_policy(&self, policy: Policy) {
+        if let Ok(mut p) = self.policy.write() {
+            *p = policy;
+        }
+        self.wake();
+    }
+
+    async fn db<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, WorkerError> {
+        let store = self.store.clone();
+        Ok(tokio::task::spawn_blocking(move || f(&store)).await??)
+    }
+
+    /// Watch the database's folder so commits by other processes (a CLI `add` while the app
+    /// runs) wake the loop without polling.
+    pub fn watch_database(
+        &self,
+        db_path: &Path,
+    ) -> Result<notify::RecommendedWatcher, WorkerError> {
+        use notify::{EventKind, RecursiveMode, Watcher};
+        let wake = self.wake.clone();
+        let db_name = db_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut watcher =
+            notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+                if let Ok(event) = res {
+                    let relevant =
+                        matches!(event.kind, EventKind::Modify(_) | EventKind::Create(_))
+                            && event.paths.iter().any(|p| {
+                                p.file_name()
+                                    .is_some_and(|n| n.to_string_lossy().starts_with(&db_name))
+                            });
+                    if relevant {
+                        wake.notify_one();
+                    }
+                }
+            })?;
+        let dir = db_path.parent().unwrap_or(Path::new("."));
+        watcher.watch(dir, RecursiveMode::NonRecursive)?;
+        Ok(watcher)
+    }
+
+    /// The loop. Returns when `mode` says so or `shutdown` turns true. In-flight fetches are
+    /// dropped on shutdown; their leases are recovered on the next start.
+    pub async fn run(
+        self: &Arc<Self>,
+        mode: RunMode,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> Result<RunSummary, WorkerError> {
+        let mut summary = RunSummary::default();
+        summary.recovered += self.recover().await? as u64;
+        let mut inflight: JoinSet<Result<Outcome, WorkerError>> = JoinSet::new();
+        loop {
+            if *shutdown.borrow() {
+                break;
+            }
+            let policy = self.policy();
+            let mut claimed_none = false;
+            while inflight.len() < policy.concurrency.max(1) as usize {
+                let (owner, now) = (self.owner.clone(), self.clock.now_ms());
+                let lease = lease_for(&policy);
+                let per_host = policy.per_host.max(1);
+                match self
+                    .db(move |s| s.claim(&owner, now, lease, per_host))
+                    .await?
+                {
+                    Some(c) => {
+                        let me = self.clone();
+                        let policy = policy.clone();
+                        inflight.spawn(async move { me.process(c, policy).await });
+                    }
+                    None => {
+                        claimed_none = true;
+                        break;
+                    }
+                }
+            }
+            let mut fallback = IDLE_FALLBACK;
+            let mut deadline = None;
+            if claimed_none {
+                summary.recovered += self.recover().await? as u64;
+                let now = self.clock.now_ms();
+                deadline = self.db(move |s| s.next_wakeup(now)).await?;
+                if inflight.is_empty() && mode == RunMode::UntilIdle {
+                    if !self.db(|s| s.has_active()).await? {
+                        break;
+                    }
+                    if deadline.is_none() {
+                        // Only other processes' running jobs keep the queue active.
+                        fallback = FOREIGN_RUNNING_RECHECK;
+                    }
+                }
+            }
+            let clock = self.clock.clone();
+            let sleep = async move {
+                match deadline {
+                    Some(d) => clock.sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                Some(joined) = inflight.join_next(), if !inflight.is_empty() => {
+                    match joined {
+                        Ok(Ok(outcome)) => summary.count(outcome),
+                        Ok(Err(e)) => tracing::error!(error = %e, "could not record a job's outcome; it will be recovered"),
+                        Err(e) => tracing::error!(error = %e, "a fetch task failed; its job will be recovered"),
+                    }
+                }
+                _ = self.wake.notified(), if !claimed_none || inflight.len() < policy.concurrency.max(1) as usize => {}
+                _ = sleep, if claimed_none => {}
+                _ = tokio::time::sleep(fallback), if claimed_none => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+        inflight.shutdown().await;
+        Ok(summary)
+    }
+
+    async fn recover(&self) -> Result<usize, WorkerError> {
+        let policy = self.policy();
+        let now = self.clock.now_ms();
+        let me = self.owner.clone();
+        let recovered = self
+            .db(move |s| s.recover(&policy, now, |owner| owner_alive(owner, &me)))
+            .await?;
+        for failed in &recovered {
+            self.log_failure(failed);
+            self.emit(&failed.job);
+        }
+        Ok(recovered.len())
+    }
+
+    async fn process(
+        self: Arc<Self>,
+        claimed: Claimed,
+        policy: Policy,
+    ) -> Result<Outcome, WorkerError> {
+        let limits = Limits {
+            timeout: policy.timeout,
+            max_body: policy.max_body,
+        };
+        let result = self.fetcher.get(&claimed.url, limits).await;
+        let outcome = match result {
+            Ok(fetched) => {
+                let library = self.library.clone();
+                let (id, host) = (claimed.job_id, claimed.host.clone());
+                // Hashing and writing can take a while for big bodies: keep them off the runtime.
+                let saved = tokio::task::spawn_blocking(move || {
+                    library.save(id, &host, &fetched).map(|s| (s, fetched))
+                })
+                .await?;
+                match saved {
+                    Ok((saved, fetched)) => {
+                        let success = super::store::Success {
+                            http_status: fetched.status,
+                            final_url: fetched.final_url,
+                            title: saved.title,
+                            document: Some(saved.path.to_string_lossy().into_owned()),
+                            content_type: fetched.content_type,
+                            sha256: Some(saved.sha256),
+                        };
+                        let now = self.clock.now_ms();
+                        let c = claimed.clone();
+                        match self.db(move |s| s.complete(&c, &success, now)).await? {
+                            Some(job) => {
+                                tracing::info!(
+                                    job = job.id,
+                                    "GET {} done: {} {}, saved {} (attempt {}).",
+                                    job.url,
+                                    job.http_status.unwrap_or(200),
+                                    reqwest::StatusCode::from_u16(job.http_status.unwrap_or(200))
+                                        .ok()
+                                        .and_then(|s| s.canonical_reason())
+                                        .unwrap_or("OK"),
+                                    job.document.as_deref().unwrap_or("-"),
+                                    job.attempts
+                                );
+                                self.emit(&job);
+                                Outcome::Done
+                            }
+                            None => {
+                                tracing::info!(
+                                    job = claimed.job_id,
+                                    "GET {} finished, but the job was cancelled or taken over meanwhile; result discarded.",
+                                    claimed.url
+                                );
+                                Outcome::Discarded
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        self.record_failure(
+                            &claimed,
+                            Failure::new(FailureKind::Local, e.to_string()),
+                            &policy,
+                        )
+                        .await?
+                    }
+                }
+            }
+            Err(failure) => self.record_failure(&claimed, failure, &policy).await?,
+        };
+        self.wake();
+        Ok(outcome)
+    }
+
+    async fn record_failure(
+        &self,
+        claimed: &Claimed,
+        failure: Failure,
+        policy: &Policy,
+    ) -> Result<Outcome, WorkerError> {
+        let unit: f64 = rand::rng().random_range(-1.0..=1.0);
+        let now = self.clock.now_ms();
+        let (c, p, f) = (claimed.clone(), policy.clone(), failure.clone());
+        match self.db(move |s| s.fail(&c, &f, &p, now, unit)).await? {
+            Some(failed) => {
+                self.log_failure(&failed);
+                self.emit(&failed.job);
+                Ok(match failed.job.status {
+                    Status::Dead => Outcome::Dead,
+                    _ => Outcome::Retried,
+                })
+            }
+            None => {
+                tracing::info!(
+                    job = claimed.job_id,
+                    "GET {} failed: {}, but the job was cancelled or taken over meanwhile.",
+                    claimed.url,
+                    failure.message
+                );
+                Ok(Outcome::Discarded)
+            }
+        }
+    }
+
+    /// One line per attempt outcome, written from the committed row.
+    fn log_failure(&self, failed: &Failed) {
+        let job = &failed.job;
+        let class = failed.failure.class().as_str();
+        let now = failed.at;
+        let what = if failed.failure.kind == FailureKind::Interrupted {
+            format!(
+                "GET {} was interrupted ({})",
+                job.url, failed.failure.message
+            )
+        } else {
+            format!(
+                "GET {} failed: {} ({class})",
+                job.url, failed.failure.message
+            )
+        };
+        match (&failed.decision, job.status) {
+            (Decision::Retry { .. }, Status::Pending) => {
+                let wait = Duration::from_millis((job.run_at - now).max(0) as u64);
+                let when = if wait.is_zero() {
+                    "Will retry now".to_string()
+                } else {
+                    format!("Will retry in {}", policy::human_duration(wait))
+                };
+                let c = &job.counters;
+                if failed.failure.class() == policy::ErrorClass::RateLimited {
+                    tracing::warn!(
+                        job = job.id,
+                        "{what}. Host {} paused; {} (rate-limit waits do not count against the {} retries).",
+                        job.host,
+                        when.to_lowercase(),
+                        job.max_retries
+                    );
+                } else {
+                    tracing::warn!(
+                        job = job.id,
+                        "{what}. {when} (retry {} of {}).",
+                        c.net_failures + c.server_failures,
+                        job.max_retries
+                    );
+                }
+            }
+            _ => {
+                let n = job.attempts;
+                tracing::error!(
+                    job = job.id,
+                    "{what}. Dead after {n} attempt{}.",
+                    if n == 1 { "" } else { "s" }
+                );
+            }
+        }
+    }
+
+    fn emit(&self, job: &Job) {
+        // No receivers (the CLI) is fine.
+        let _ = self.events.send(JobEvent { job: job.clone() });
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Outcome {
+    Done,
+    Retried,
+    Dead,
+    Discarded,
+}
+
+impl RunSummary {
+    fn count(&mut self, o: Outcome) {
+        match o {
+            Outcome::Done => self.done += 1,
+            Outcome::Retried => self.retried += 1,
+            Outcome::Dead => self.dead += 1,
+            Outcome::Discarded => {}
+        }
+    }
+}
+
+/// Long enough to cover the whole request plus saving; a lease only matters if its owner dies
+/// somewhere we cannot see (another machine sharing the folder, a hung process).
+fn lease_for(policy: &Policy) -> Duration {
+    policy.timeout * 2 + Duration::from_secs(60)
+}
+
+/// "pid-<pid>-<random>": the pid lets a restarted process tell at once that the previous owner
+/// is gone; the random part tells two incarnations with the same pid apart.
+fn new_owner_id() -> String {
+    let nonce: u32 = rand::rng().random();
+    format!("pid-{}-{nonce:08x}", std::process::id())
+}
+
+/// Whether the process behind a lease owner id still exists.
+pub fn owner_alive(owner: &str, me: &str) -> bool {
+    if owner == me {
+        return true;
+    }
+    let Some(pid) = owner
+        .strip_prefix("pid-")
+        .and_then(|rest| rest.split('-').next())
+        .and_then(|p| p.parse::<u32>().ok())
+    else {
+        // Not ours to judge: leave it to lease expiry.
+        return true;
+    };
+    if pid == std::process::id() {
+        // Same pid, different nonce: an earlier incarnation of this very process id.
+        return false;
+    }
+    if cfg!(target_os = "linux") {
+        Path::new("/proc").join(pid.to_string()).exists()
+    } else {
+        true
+    }
+}
+
+/// When the job `job` may next run, as a duration from `now`, for display.
+pub fn wait_from(job: &Job, now: Millis) -> Option<Duration> {
+    job.retry_after
+        .map(|t| Duration::from_millis((t - now).max(0) as u64))
+}

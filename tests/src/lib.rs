@@ -1,0 +1,94 @@
+//! Shared pieces of Gleaner's end-to-end tests: the fault-injecting HTTP server and helpers to
+//! run the real `gleaner` binary against a private data folder.
+
+pub mod server;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The `gleaner` binary built beside this test executable (target/<profile>/gleaner).
+/// `scripts/test.sh` builds it before the tests run.
+pub fn gleaner_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/<test>-<hash>  →  target/<profile>/gleaner
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("test executable lives in target/<profile>/deps");
+    let bin = profile_dir.join(format!("gleaner{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.exists(),
+        "{} is missing: build it first with `cargo build -p gleaner --bins` (scripts/test.sh does)",
+        bin.display()
+    );
+    bin
+}
+
+/// A throwaway data folder and a way to run the CLI against it.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("temp data dir"),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn db_path(&self) -> PathBuf {
+        self.dir.path().join("gleaner.db")
+    }
+
+    /// A `gleaner` command with this sandbox as its data folder and a quiet environment.
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(gleaner_bin());
+        c.env("GLEANER_DATA_DIR", self.dir.path())
+            .env_remove("GLEANER_LOG")
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Run to completion and capture the output.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().expect("run gleaner")
+    }
+
+    /// Run and parse stdout as JSON, asserting success.
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "gleaner {args:?} failed: {}",
+            stderr(&out)
+        );
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("gleaner {args:?}: not JSON ({e}): {}", stdout(&out)))
+    }
+
+    /// Open the sandbox's database directly (read-only checks).
+    pub fn sql(&self) -> rusqlite::Connection {
+        let c = rusqlite::Connection::open(self.db_path()).expect("open db");
+        c.busy_timeout(std::time::Duration::from_secs(10))
+            .expect("busy timeout");
+        c
+    }
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}

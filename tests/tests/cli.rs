@@ -1,0 +1,281 @@
+//! The CLI contract, exercised through the real binary.
+
+use gleaner_tests::server::FaultServer;
+use gleaner_tests::{Sandbox, stderr, stdout};
+
+#[test]
+fn add_reports_every_input_and_fails_on_rejects() {
+    let sb = Sandbox::new();
+    let out = sb.run(&[
+        "add",
+        "https://example.com/a",
+        "see https://example.org/b, ok",
+        "javascript:alert(1)",
+        "file:///etc/passwd",
+        "http://",
+    ]);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert_eq!(lines.len(), 5, "{text}");
+    assert_eq!(lines[0], "queued 1 https://example.com/a");
+    assert_eq!(lines[1], "queued 2 https://example.org/b");
+    assert!(
+        lines[2].starts_with("rejected javascript:alert(1): "),
+        "{text}"
+    );
+    assert!(
+        lines[3].starts_with("rejected file:///etc/passwd: "),
+        "{text}"
+    );
+    assert!(
+        lines[4].starts_with("rejected http://: malformed"),
+        "{text}"
+    );
+
+    // Nothing dangerous was queued.
+    let jobs = sb.json(&["jobs", "list", "--json"]);
+    let urls: Vec<&str> = jobs
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|j| j["url"].as_str().expect("url"))
+        .collect();
+    assert_eq!(urls, vec!["https://example.org/b", "https://example.com/a"]);
+
+    // Same URL again (tracking parameters and fragment do not make it new): a duplicate, exit 0.
+    let out = sb.run(&["add", "https://EXAMPLE.com/a?utm_source=feed#top"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out).trim(),
+        "duplicate 1 https://example.com/a?utm_source=feed#top (pending)"
+    );
+}
+
+#[test]
+fn add_reads_files_and_stdin_as_free_text() {
+    let sb = Sandbox::new();
+    let file = sb.path().join("links.md");
+    std::fs::write(&file, "# Reading\n- [one](https://one.example/x)\n- plain words\n@misc{k, url = {https://two.example/y}}\n").expect("write");
+    let out = sb.run(&[
+        "add",
+        "--file",
+        file.to_str().expect("utf8"),
+        "--batch",
+        "reading list",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "queued 1 https://one.example/x\nqueued 2 https://two.example/y\n"
+    );
+
+    use std::io::Write;
+    let mut child = sb
+        .cmd()
+        .args(["add", "--file", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"https://three.example/z\nnot-a-url\n")
+        .expect("write");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with(
+            "queued 3 https://three.example/z\nrejected not-a-url: no web address found"
+        ),
+        "{text}"
+    );
+
+    let job = sb.json(&["jobs", "show", "1", "--json"]);
+    assert_eq!(job["batch"], "reading list");
+}
+
+#[test]
+fn job_objects_have_the_contract_fields() {
+    let sb = Sandbox::new();
+    sb.run(&["add", "https://example.com/a"]);
+    let jobs = sb.json(&["jobs", "list", "--status", "pending", "--json"]);
+    let job = &jobs[0];
+    for field in [
+        "id",
+        "url",
+        "final_url",
+        "status",
+        "attempts",
+        "max_retries",
+        "retry_after",
+        "error_class",
+        "error",
+        "http_status",
+        "title",
+        "document",
+        "batch",
+        "created_at",
+        "updated_at",
+    ] {
+        assert!(job.get(field).is_some(), "missing {field} in {job}");
+    }
+    assert_eq!(job["status"], "pending");
+    assert_eq!(job["max_retries"], 5);
+    assert!(job["retry_after"].is_null());
+    assert!(
+        job["created_at"].as_str().expect("time").ends_with('Z'),
+        "RFC 3339 UTC"
+    );
+    assert_eq!(
+        sb.json(&["jobs", "list", "--status", "done", "--json"]),
+        serde_json::json!([])
+    );
+}
+
+#[test]
+fn run_logs_each_attempt_from_the_committed_state() {
+    let server = FaultServer::start();
+    let sb = Sandbox::new();
+    let flaky = server.url("/status/503");
+    let missing = server.url("/status/404");
+    let fine = server.url("/ok/fine");
+    let out = sb.run(&["add", &flaky, &missing, &fine]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    let out = sb.run(&[
+        "--base-delay",
+        "100ms",
+        "--max-retries",
+        "2",
+        "--jitter",
+        "0",
+        "run",
+        "--until-idle",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let log = stderr(&out);
+    let expect = [
+        format!(
+            "GET {flaky} failed: 503 Service Unavailable (transient). Will retry in 100 ms (retry 1 of 2)."
+        ),
+        format!(
+            "GET {flaky} failed: 503 Service Unavailable (transient). Will retry in 200 ms (retry 2 of 2)."
+        ),
+        format!("GET {flaky} failed: 503 Service Unavailable (transient). Dead after 3 attempts."),
+        format!("GET {missing} failed: 404 Not Found (fatal). Dead after 1 attempt."),
+    ];
+    for line in &expect {
+        assert_eq!(
+            log.matches(line.as_str()).count(),
+            1,
+            "expected once: {line}\n--- log ---\n{log}"
+        );
+    }
+    assert!(log.contains(&format!("GET {fine} done: 200 OK")), "{log}");
+    assert_eq!(server.hits("/status/503"), 3);
+    assert_eq!(server.hits("/status/404"), 1);
+
+    // The database agrees with the log.
+    let dead = sb.json(&["jobs", "show", "1", "--json"]);
+    assert_eq!(dead["status"], "dead");
+    assert_eq!(dead["attempts"], 3);
+    assert_eq!(dead["error_class"], "transient");
+    assert_eq!(dead["http_status"], 503);
+    let history = dead["history"].as_array().expect("history");
+    assert_eq!(history.len(), 3);
+    assert_eq!(history[0]["delay_ms"], 100);
+    assert_eq!(history[1]["delay_ms"], 200);
+    assert!(history[2]["delay_ms"].is_null());
+
+    let stats = sb.json(&["stats", "--json"]);
+    assert_eq!(
+        (stats["done"].as_u64(), stats["dead"].as_u64()),
+        (Some(1), Some(2))
+    );
+
+    // Manual retry gives the dead jobs a fresh budget and keeps their history.
+    let out = sb.run(&["jobs", "retry", "--dead"]);
+    assert_eq!(stdout(&out).trim(), "2 dead jobs queued again");
+    let again = sb.json(&["jobs", "show", "1", "--json"]);
+    assert_eq!(again["status"], "pending");
+    assert_eq!(again["history"].as_array().expect("history").len(), 3);
+    let out = sb.run(&[
+        "--base-delay",
+        "10ms",
+        "--max-retries",
+        "1",
+        "--jitter",
+        "0",
+        "run",
+        "--until-idle",
+    ]);
+    assert!(
+        stderr(&out).contains(&format!(
+            "GET {flaky} failed: 503 Service Unavailable (transient). Dead after 5 attempts."
+        )),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        sb.json(&["jobs", "show", "1", "--json"])["history"]
+            .as_array()
+            .expect("history")
+            .len(),
+        5
+    );
+}
+
+#[test]
+fn retry_and_cancel_report_per_id() {
+    let sb = Sandbox::new();
+    sb.run(&["add", "https://example.com/a", "https://example.com/b"]);
+    let out = sb.run(&["jobs", "cancel", "1", "99"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout(&out), "cancelled 1\nno job 99\n");
+    let out = sb.run(&["jobs", "cancel", "1"]);
+    assert_eq!(stdout(&out), "job 1 is cancelled: nothing to do\n");
+    let out = sb.run(&["jobs", "retry", "1", "2"]);
+    assert!(out.status.success());
+    assert_eq!(stdout(&out), "queued again 1\nqueued again 2\n");
+    assert_eq!(
+        sb.json(&["jobs", "show", "1", "--json"])["status"],
+        "pending"
+    );
+}
+
+#[test]
+fn data_dir_flag_and_environment_choose_the_database() {
+    let a = Sandbox::new();
+    let b = Sandbox::new();
+    let out = a
+        .cmd()
+        .args([
+            "--data-dir",
+            b.path().to_str().expect("utf8"),
+            "add",
+            "https://example.com/x",
+        ])
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    assert!(
+        b.db_path().exists(),
+        "--data-dir wins over GLEANER_DATA_DIR"
+    );
+    assert!(!a.db_path().exists());
+    assert_eq!(b.json(&["stats", "--json"])["pending"], 1);
+}
+
+#[test]
+fn bad_flags_are_explained() {
+    let sb = Sandbox::new();
+    let out = sb.run(&["--timeout", "soon", "stats"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("200ms, 30s, 5m"), "{}", stderr(&out));
+    let out = sb.run(&["jobs", "show", "42"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("no job 42"));
+}

@@ -1,0 +1,126 @@
+//! Several real `gleaner run` processes on one database, and an idle one.
+
+use std::time::{Duration, Instant};
+
+use gleaner_tests::server::FaultServer;
+use gleaner_tests::{Sandbox, stderr, stdout};
+
+/// CPU time (user + system) of a process, in clock ticks, from /proc.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("proc stat");
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    let after = &stat[stat.rfind(')').expect("comm") + 2..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime")
+}
+
+#[test]
+fn four_processes_fetch_each_of_8000_jobs_exactly_once() {
+    let server = FaultServer::start();
+    let sb = Sandbox::new();
+    let n = 8_000;
+    let list: String = (0..n)
+        .map(|i| format!("{}\n", server.url(&format!("/ok/{i}"))))
+        .collect();
+    let file = sb.path().join("urls.txt");
+    std::fs::write(&file, list).expect("write list");
+    let out = sb.run(&["add", "--file", file.to_str().expect("utf8")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out)
+            .lines()
+            .filter(|l| l.starts_with("queued "))
+            .count(),
+        n
+    );
+
+    let started = Instant::now();
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            sb.cmd()
+                .args([
+                    "--concurrency",
+                    "4",
+                    "--per-host",
+                    "16",
+                    "run",
+                    "--until-idle",
+                ])
+                .env("GLEANER_LOG", "error")
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("spawn worker")
+        })
+        .collect();
+    for mut c in children {
+        let status = c.wait().expect("wait");
+        assert!(status.success(), "a worker failed");
+    }
+    eprintln!("4 processes drained {n} jobs in {:?}", started.elapsed());
+
+    let stats = sb.json(&["stats", "--json"]);
+    assert_eq!(stats["done"].as_u64(), Some(n as u64), "{stats}");
+    assert_eq!(
+        server.total_hits(),
+        n,
+        "the server saw a request more than once"
+    );
+    for i in 0..n {
+        assert_eq!(
+            server.completions(&format!("/ok/{i}")),
+            1,
+            "job for /ok/{i}"
+        );
+    }
+    let db = sb.sql();
+    let workers: i64 = db
+        .query_row("SELECT count(DISTINCT worker) FROM attempts", [], |r| {
+            r.get(0)
+        })
+        .expect("workers");
+    assert_eq!(workers, 4, "every process took a share");
+    let doubled: i64 = db
+        .query_row("SELECT count(*) FROM (SELECT job_id FROM attempts GROUP BY job_id HAVING count(*) > 1)", [], |r| r.get(0))
+        .expect("attempts");
+    assert_eq!(doubled, 0);
+}
+
+#[test]
+fn an_idle_worker_sleeps_instead_of_polling_and_wakes_for_a_new_job() {
+    let server = FaultServer::start();
+    let sb = Sandbox::new();
+    // Create the database first so start-up work is not measured.
+    assert!(sb.run(&["stats"]).status.success());
+    let mut child = sb
+        .cmd()
+        .arg("run")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn run");
+    std::thread::sleep(Duration::from_millis(1500));
+    let before = cpu_ticks(child.id());
+    std::thread::sleep(Duration::from_secs(5));
+    let used = cpu_ticks(child.id()) - before;
+    // 1% of 5 s at the usual 100 ticks/s is 5 ticks.
+    let ticks_per_sec = 100;
+    assert!(
+        used * 100 < 5 * ticks_per_sec,
+        "idle worker used {used} ticks in 5 s"
+    );
+
+    // A job added by another process is picked up without waiting for any poll interval.
+    let url = server.url("/ok/late");
+    let added = Instant::now();
+    assert!(sb.run(&["add", &url]).status.success());
+    while server.completions("/ok/late") == 0 {
+        assert!(
+            added.elapsed() < Duration::from_secs(10),
+            "the idle worker did not wake up"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!("picked up {:?} after the add", added.elapsed());
+    assert!(added.elapsed() < Duration::from_secs(5));
+    child.kill().expect("kill");
+    child.wait().expect("reap");
+}
