@@ -14,7 +14,9 @@ use crate::engine::clock::{Clock, SystemClock};
 use crate::engine::intake::{self, Found};
 use crate::engine::library::Library;
 use crate::engine::policy::{self, Policy};
-use crate::engine::store::{ActionResult, Enqueued, Job, JobFilter, Status, Store, rfc3339};
+use crate::engine::store::{
+    ActionResult, Enqueued, Job, JobFilter, Status, Store, db_path, rfc3339,
+};
 use crate::engine::worker::{RunMode, Worker};
 
 #[derive(Debug, Parser)]
@@ -225,11 +227,6 @@ pub fn default_data_dir() -> PathBuf {
         .or_else(dirs::home_dir)
         .unwrap_or_else(|| PathBuf::from("."))
         .join("gleaner")
-}
-
-/// The database file inside a data folder.
-pub fn db_path(data_dir: &std::path::Path) -> PathBuf {
-    data_dir.join("gleaner.db")
 }
 
 pub fn main() -> ExitCode {

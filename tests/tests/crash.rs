@@ -80,9 +80,8 @@ fn twenty_kills_at_random_moments_lose_nothing_and_finish_nothing_twice() {
         child.wait().expect("reap");
         eprintln!("round {round}: killed after {wait} ms");
     }
-    assert_eq!(
+    assert!(
         stalling.total_hits() > 0,
-        true,
         "the killed runs did reach the stalling host"
     );
     for url in &a {

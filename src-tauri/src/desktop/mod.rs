@@ -1,6 +1,152 @@
-//! The Tauri shell (placeholder until the desktop helper fills it).
-use std::path::PathBuf;
+//! The Tauri desktop shell: one `main` window (the static page in `ui/`) over the engine.
+//!
+//! This is the only module that imports Tauri. It opens the store, runs the engine's worker loop
+//! on Tauri's async runtime, forwards committed job changes to the page as a coalesced
+//! `jobs-changed` event, and exposes the app commands the page may call. Every app command must
+//! also be listed in `build.rs` (`AppManifest::commands`) and granted in
+//! `capabilities/default.json` (`allow-<command>`), or the ACL rejects the call.
 
-pub fn run(_data_dir: PathBuf) -> anyhow::Result<()> {
-    anyhow::bail!("the desktop window is not built yet")
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use tauri::{Emitter as _, Manager as _, Runtime};
+
+use crate::engine::clock::{Clock as _, SystemClock};
+use crate::engine::library::Library;
+use crate::engine::store::{Stats, Store, db_path};
+use crate::engine::worker::{RunMode, Worker};
+
+/// Label of the one window declared in `tauri.conf.json`.
+pub const MAIN_WINDOW: &str = "main";
+
+/// Committed changes are forwarded at most this often, however many jobs change.
+const EVENT_COALESCE: Duration = Duration::from_millis(100);
+
+/// State shared with the app commands through `tauri::State`.
+pub struct DesktopState {
+    store: Arc<Store>,
+    worker: Arc<Worker>,
+    /// Kept alive for the app's lifetime: it wakes the worker when a CLI process commits.
+    watcher: Mutex<Option<notify::RecommendedWatcher>>,
+    data_dir: PathBuf,
+}
+
+/// Counts for the header bar.
+#[tauri::command]
+fn stats(state: tauri::State<'_, DesktopState>) -> Result<Stats, String> {
+    state
+        .store
+        .stats(SystemClock.now_ms())
+        .map_err(|e| format!("Could not read the queue: {e}"))
+}
+
+/// Opens the desktop window over the queue in `data_dir` and blocks until it is closed.
+pub fn run(data_dir: PathBuf) -> anyhow::Result<()> {
+    let store = Arc::new(
+        Store::open(&db_path(&data_dir))
+            .with_context(|| format!("cannot open the queue in {}", data_dir.display()))?,
+    );
+    let policy = store.load_policy()?;
+    let worker = Worker::new(
+        store.clone(),
+        Arc::new(SystemClock),
+        Library::new(data_dir.join("library")),
+        policy,
+    )?;
+    let state = DesktopState {
+        store,
+        worker,
+        watcher: Mutex::new(None),
+        data_dir,
+    };
+    run_app(tauri::Builder::default(), state)
+}
+
+/// Builds the app on `builder` (any runtime, so tests can pass a mock builder) and runs its event
+/// loop until the last window closes.
+pub fn run_app<R: Runtime>(builder: tauri::Builder<R>, state: DesktopState) -> anyhow::Result<()> {
+    let app = build_app(builder, state)?;
+    let code = app.run_return(|_app, _event| {});
+    anyhow::ensure!(code == 0, "the desktop event loop exited with code {code}");
+    Ok(())
+}
+
+/// Configures plugins, state and commands on `builder` and builds the app without running it.
+pub fn build_app<R: Runtime>(
+    builder: tauri::Builder<R>,
+    state: DesktopState,
+) -> anyhow::Result<tauri::App<R>> {
+    builder
+        // First, so a second launch hands over to the running instance before anything else starts.
+        .plugin(tauri_plugin_single_instance::init(|app, _argv, _cwd| {
+            focus_main_window(app);
+        }))
+        .plugin(tauri_plugin_window_state::Builder::default().build())
+        .plugin(tauri_plugin_notification::init())
+        .plugin(tauri_plugin_opener::init())
+        .manage(state)
+        .setup(|app| {
+            start_engine(app.handle());
+            Ok(())
+        })
+        .invoke_handler(tauri::generate_handler![stats])
+        .build(tauri::generate_context!())
+        .context("could not build the desktop window")
+}
+
+/// Start the worker loop and the event forwarder on Tauri's async runtime.
+fn start_engine<R: Runtime>(app: &tauri::AppHandle<R>) {
+    let state = app.state::<DesktopState>();
+    let worker = state.worker.clone();
+    match worker.watch_database(&db_path(&state.data_dir)) {
+        Ok(w) => {
+            if let Ok(mut slot) = state.watcher.lock() {
+                *slot = Some(w);
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot watch the database; CLI changes show up within 30 s")
+        }
+    }
+    let mut events = worker.subscribe();
+    let handle = app.clone();
+    tauri::async_runtime::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            }
+            // Let a burst settle, then send one event for all of it.
+            tokio::time::sleep(EVENT_COALESCE).await;
+            while events.try_recv().is_ok() {}
+            if let Err(e) = handle.emit("jobs-changed", ()) {
+                tracing::warn!(error = %e, "cannot notify the window of job changes");
+            }
+        }
+    });
+    tauri::async_runtime::spawn(async move {
+        // The window's lifetime is the worker's: no shutdown signal is needed, and in-flight
+        // fetches abandoned at exit are recovered on the next start.
+        let (_stop, stop_rx) = tokio::sync::watch::channel(false);
+        if let Err(e) = worker.run(RunMode::Forever, stop_rx).await {
+            tracing::error!(error = %e, "the worker stopped");
+        }
+    });
+}
+
+/// Brings the existing main window to the front (on a second launch).
+fn focus_main_window<R: Runtime>(app: &tauri::AppHandle<R>) {
+    let Some(window) = app.get_webview_window(MAIN_WINDOW) else {
+        tracing::warn!("second launch, but there is no main window to focus");
+        return;
+    };
+    let shown = window
+        .unminimize()
+        .and_then(|()| window.show())
+        .and_then(|()| window.set_focus());
+    if let Err(err) = shown {
+        tracing::warn!(error = %err, "could not focus the main window");
+    }
 }

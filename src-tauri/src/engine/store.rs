@@ -32,6 +32,11 @@ pub enum StoreError {
 
 pub type Result<T> = std::result::Result<T, StoreError>;
 
+/// The database file inside a data folder. The window and every CLI process share it.
+pub fn db_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("gleaner.db")
+}
+
 /// Schema versions, applied in order. Never edit a released one: add the next.
 pub fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
