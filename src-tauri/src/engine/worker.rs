@@ -6,8 +6,9 @@
 //! ends, or until something wakes it (an enqueue, a settings change, a commit by another
 //! process on the same database).
 
+use std::collections::HashSet;
 use std::path::Path;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 use rand::Rng;
@@ -79,6 +80,10 @@ impl Worker {
     ) -> Result<Arc<Self>, super::fetch::FetchError> {
         let fetcher = Fetcher::new(policy.max_redirects)?;
         let (events, _) = broadcast::channel(1024);
+        let owner = new_owner_id();
+        if let Ok(mut set) = live_owners().lock() {
+            set.insert(owner.clone());
+        }
         Ok(Arc::new(Self {
             store,
             clock,
@@ -86,7 +91,7 @@ impl Worker {
             library,
             policy: Arc::new(RwLock::new(policy)),
             wake: Arc::new(Notify::new()),
-            owner: new_owner_id(),
+            owner,
             events,
         }))
     }
@@ -225,13 +230,21 @@ impl Worker {
                         Err(e) => tracing::error!(error = %e, "a fetch task failed; its job will be recovered"),
                     }
                 }
-                _ = self.wake.notified(), if !claimed_none || inflight.len() < policy.concurrency.max(1) as usize => {}
+                _ = self.wake.notified() => {}
                 _ = sleep, if claimed_none => {}
                 _ = tokio::time::sleep(fallback), if claimed_none => {}
                 _ = shutdown.changed() => {}
             }
         }
         inflight.shutdown().await;
+        // Hand back what we abandoned now rather than when the next run notices we are gone.
+        let (policy, now, me) = (self.policy(), self.clock.now_ms(), self.owner.clone());
+        let released = self
+            .db(move |s| s.recover(&policy, now, |owner| owner != me))
+            .await?;
+        for failed in &released {
+            self.log_failure(failed);
+        }
         Ok(summary)
     }
 
@@ -437,6 +450,20 @@ fn lease_for(policy: &Policy) -> Duration {
     policy.timeout * 2 + Duration::from_secs(60)
 }
 
+/// Owner ids of the workers alive in this process.
+fn live_owners() -> &'static Mutex<HashSet<String>> {
+    static LIVE: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+    LIVE.get_or_init(|| Mutex::new(HashSet::new()))
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Ok(mut set) = live_owners().lock() {
+            set.remove(&self.owner);
+        }
+    }
+}
+
 /// "pid-<pid>-<random>": the pid lets a restarted process tell at once that the previous owner
 /// is gone; the random part tells two incarnations with the same pid apart.
 fn new_owner_id() -> String {
@@ -458,8 +485,12 @@ pub fn owner_alive(owner: &str, me: &str) -> bool {
         return true;
     };
     if pid == std::process::id() {
-        // Same pid, different nonce: an earlier incarnation of this very process id.
-        return false;
+        // Our own process: another worker in it is alive exactly while it is registered; any
+        // other owner with our pid was an earlier process that happened to get the same id.
+        return live_owners()
+            .lock()
+            .map(|set| set.contains(owner))
+            .unwrap_or(true);
     }
     if cfg!(target_os = "linux") {
         Path::new("/proc").join(pid.to_string()).exists()
