@@ -100,6 +100,28 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Hosts with a state of their own; pause or resume one host.
+    Hosts {
+        #[command(subcommand)]
+        command: Option<HostsCommand>,
+    },
+    /// Pause the whole queue (every process on this data folder): nothing new starts.
+    Pause,
+    /// Resume the whole queue.
+    Resume,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HostsCommand {
+    /// Paused and throttled hosts (the default).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// No job for HOST starts until it is resumed.
+    Pause { host: String },
+    /// Lift a manual pause, or a rate-limit pause still running, from HOST.
+    Resume { host: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -269,6 +291,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run { until_idle } => run_worker(store, &data_dir, policy, until_idle),
         Command::Stats { json } => stats(&store, json, now),
         Command::Jobs { command } => jobs(&store, &policy, command, now),
+        Command::Hosts { command } => hosts(
+            &store,
+            command.unwrap_or(HostsCommand::List { json: false }),
+            now,
+        ),
+        Command::Pause => {
+            store.set_queue_paused(true)?;
+            println!("queue paused: no new fetch starts until `gleaner resume`");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Resume => {
+            store.set_queue_paused(false)?;
+            println!("queue resumed");
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -390,6 +427,60 @@ async fn shutdown_signal() {
     }
 }
 
+fn hosts(store: &Store, command: HostsCommand, now: i64) -> anyhow::Result<ExitCode> {
+    match command {
+        HostsCommand::List { json } => {
+            let hosts = store.hosts(now)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&hosts)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            if hosts.is_empty() {
+                println!("no host is paused or throttled");
+            }
+            for h in hosts {
+                let mut state = Vec::new();
+                if h.manual_pause {
+                    state.push("paused until resumed".to_string());
+                } else if let Some(t) = h.paused_until {
+                    state.push(format!(
+                        "paused for {}",
+                        policy::human_duration(Duration::from_millis((t - now).max(0) as u64))
+                    ));
+                }
+                if let Some(limit) = h.concurrency_limit {
+                    state.push(format!(
+                        "throttled to {limit} connection{} after a rate limit",
+                        if limit == 1 { "" } else { "s" }
+                    ));
+                }
+                println!(
+                    "{}  {}  ({} pending){}",
+                    h.host,
+                    state.join(", "),
+                    h.pending,
+                    h.reason.map(|r| format!(": {r}")).unwrap_or_default()
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        HostsCommand::Pause { host } => {
+            store.pause_host(&host, now)?;
+            println!("host {} paused", host.to_ascii_lowercase());
+            Ok(ExitCode::SUCCESS)
+        }
+        HostsCommand::Resume { host } => {
+            if store.resume_host(&host, now)? {
+                println!("host {} resumed", host.to_ascii_lowercase());
+                Ok(ExitCode::SUCCESS)
+            } else {
+                println!("host {} was not paused", host.to_ascii_lowercase());
+                Ok(ExitCode::FAILURE)
+            }
+        }
+    }
+}
+
 fn stats(store: &Store, json: bool, now: i64) -> anyhow::Result<ExitCode> {
     let s = store.stats(now)?;
     if json {
@@ -400,6 +491,9 @@ fn stats(store: &Store, json: bool, now: i64) -> anyhow::Result<ExitCode> {
         "pending {} ({} waiting to retry)  running {}  done {}  dead {}  cancelled {}  total {}",
         s.pending, s.waiting, s.running, s.done, s.dead, s.cancelled, s.total
     );
+    if s.queue_paused {
+        println!("the queue is paused: `gleaner resume` starts it again");
+    }
     if let Some(t) = s.next_retry_at {
         println!(
             "next retry in {}",

@@ -279,3 +279,54 @@ fn bad_flags_are_explained() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("no job 42"));
 }
+
+#[test]
+fn hosts_and_the_whole_queue_can_be_paused_and_resumed() {
+    let server = FaultServer::start();
+    let sb = Sandbox::new();
+    sb.run(&["add", &server.url("/ok/1")]);
+    assert_eq!(
+        stdout(&sb.run(&["hosts", "pause", "127.0.0.1"])),
+        "host 127.0.0.1 paused\n"
+    );
+    let listed = stdout(&sb.run(&["hosts"]));
+    assert!(
+        listed.starts_with("127.0.0.1  paused until resumed  (1 pending)"),
+        "{listed}"
+    );
+    // A paused host blocks `run --until-idle` from finishing its job; resume lets it through.
+    assert!(sb.run(&["hosts", "resume", "127.0.0.1"]).status.success());
+    assert_eq!(
+        sb.run(&["hosts", "resume", "127.0.0.1"]).status.code(),
+        Some(1),
+        "not paused any more"
+    );
+
+    assert_eq!(
+        stdout(&sb.run(&["pause"])),
+        "queue paused: no new fetch starts until `gleaner resume`\n"
+    );
+    assert_eq!(sb.json(&["stats", "--json"])["queue_paused"], true);
+    let mut run = sb
+        .cmd()
+        .args(["run", "--until-idle"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    assert_eq!(
+        server.total_hits(),
+        0,
+        "nothing starts while the queue is paused"
+    );
+    assert!(sb.run(&["resume"]).status.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while run.try_wait().expect("wait").is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the paused worker did not resume"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(server.completions("/ok/1"), 1);
+}

@@ -212,6 +212,21 @@ pub struct Stats {
     #[serde(serialize_with = "ser_opt_time")]
     pub next_retry_at: Option<Millis>,
     pub paused_hosts: Vec<PausedHost>,
+    /// The whole queue is paused: no job starts in any process.
+    pub queue_paused: bool,
+}
+
+/// A host's scheduling state, for `gleaner hosts` and the UI.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostState {
+    pub host: String,
+    #[serde(serialize_with = "ser_opt_time")]
+    pub paused_until: Option<Millis>,
+    pub reason: Option<String>,
+    pub manual_pause: bool,
+    /// Connections allowed while the host recovers from a rate limit (null: the policy's).
+    pub concurrency_limit: Option<u32>,
+    pub pending: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -430,6 +445,9 @@ impl Store {
         per_host: u32,
     ) -> Result<Option<Claimed>> {
         self.write(|tx| {
+            if queue_paused(tx)? {
+                return Ok(None);
+            }
             let lease_until = now + lease.as_millis() as Millis;
             let claimed = tx
                 .prepare_cached(CLAIM_SQL)?
@@ -466,6 +484,7 @@ impl Store {
         &self,
         claimed: &Claimed,
         success: &Success,
+        policy: &Policy,
         now: Millis,
     ) -> Result<Option<Job>> {
         self.write(|tx| {
@@ -494,7 +513,7 @@ impl Store {
             if changed == 0 {
                 return Ok(None);
             }
-            record_host_success(tx, &claimed.host)?;
+            record_host_success(tx, &claimed.host, policy.per_host)?;
             Ok(load_job(tx, claimed.job_id)?)
         })
     }
@@ -708,8 +727,10 @@ impl Store {
                         out.push(ActionResult::Done { id });
                     }
                     Status::Pending => {
+                        // "Fetch now": due at once and ahead of every other due job.
                         tx.execute(
-                            "UPDATE jobs SET run_at = ?2, updated_at = ?2 WHERE id = ?1",
+                            "UPDATE jobs SET run_at = min(?2, coalesce((SELECT min(run_at) FROM jobs \
+                                 WHERE status = 'pending'), ?2) - 1), updated_at = ?2 WHERE id = ?1",
                             params![id, now],
                         )?;
                         out.push(ActionResult::Done { id });
@@ -814,7 +835,77 @@ impl Store {
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
+        drop(stmt);
+        stats.queue_paused = queue_paused(&conn)?;
         Ok(stats)
+    }
+
+    /// Pause one host until resumed: no job for it starts, in any process.
+    pub fn pause_host(&self, host: &str, now: Millis) -> Result<()> {
+        let host = host.trim().to_ascii_lowercase();
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO hosts (host, manual_pause, pause_reason) VALUES (?1, 1, ?2) \
+                 ON CONFLICT(host) DO UPDATE SET manual_pause = 1, pause_reason = excluded.pause_reason",
+                params![host, format!("paused by hand at {}", rfc3339(now))],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Resume a host: clears a manual pause and any rate-limit pause still running. Returns
+    /// false if the host was not paused.
+    pub fn resume_host(&self, host: &str, now: Millis) -> Result<bool> {
+        let host = host.trim().to_ascii_lowercase();
+        self.write(|tx| {
+            let n = tx.execute(
+                "UPDATE hosts SET manual_pause = 0, paused_until = NULL, pause_reason = NULL \
+                 WHERE host = ?1 AND (manual_pause != 0 OR paused_until > ?2)",
+                params![host, now],
+            )?;
+            Ok(n > 0)
+        })
+    }
+
+    /// Pause or resume the whole queue, for every process on this database.
+    pub fn set_queue_paused(&self, paused: bool) -> Result<()> {
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO settings (key, value) VALUES ('queue_paused', ?1) \
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [if paused { "true" } else { "false" }],
+            )?;
+            Ok(())
+        })
+    }
+
+    pub fn is_queue_paused(&self) -> Result<bool> {
+        let conn = self.conn()?;
+        queue_paused(&conn)
+    }
+
+    /// Every host with a state of its own: paused, or throttled after a rate limit.
+    pub fn hosts(&self, now: Millis) -> Result<Vec<HostState>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT h.host, h.paused_until, h.pause_reason, h.manual_pause, h.concurrency_limit, \
+                 (SELECT count(*) FROM jobs j WHERE j.host = h.host AND j.status = 'pending') \
+             FROM hosts h WHERE h.manual_pause != 0 OR h.paused_until > ?1 OR h.concurrency_limit IS NOT NULL \
+             ORDER BY h.host",
+        )?;
+        let rows = stmt
+            .query_map([now], |r| {
+                Ok(HostState {
+                    host: r.get(0)?,
+                    paused_until: r.get::<_, Option<Millis>>(1)?.filter(|t| *t > now),
+                    reason: r.get(2)?,
+                    manual_pause: r.get::<_, i64>(3)? != 0,
+                    concurrency_limit: r.get(4)?,
+                    pending: r.get(5)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
     }
 
     /// The stored policy, or the defaults.
@@ -850,6 +941,14 @@ impl Store {
     }
 }
 
+fn queue_paused(conn: &Connection) -> Result<bool> {
+    let v: Option<String> = conn
+        .prepare_cached("SELECT value FROM settings WHERE key = 'queue_paused'")?
+        .query_row([], |r| r.get(0))
+        .optional()?;
+    Ok(v.as_deref() == Some("true"))
+}
+
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
     // WAL lets the GUI read while a worker writes; NORMAL is durable across process crashes
     // (only an OS crash can lose the last commits); 5 s covers another process's transaction.
@@ -878,11 +977,24 @@ fn revive(tx: &Transaction<'_>, id: i64, max_retries: u32, now: Millis) -> Resul
     Ok(())
 }
 
-fn record_host_success(tx: &Transaction<'_>, host: &str) -> Result<()> {
-    tx.prepare_cached("UPDATE hosts SET success_streak = success_streak + 1 WHERE host = ?1")?
-        .execute([host])?;
+/// Successes after a rate limit win back one connection per [`RECOVERY_STREAK`]; once back at
+/// the policy's per-host limit the host has no limit of its own again.
+fn record_host_success(tx: &Transaction<'_>, host: &str, per_host: u32) -> Result<()> {
+    tx.prepare_cached(
+        "UPDATE hosts SET success_streak = success_streak + 1 WHERE host = ?1 AND concurrency_limit IS NOT NULL",
+    )?
+    .execute([host])?;
+    tx.prepare_cached(
+        "UPDATE hosts SET success_streak = 0, \
+             concurrency_limit = CASE WHEN concurrency_limit + 1 >= ?2 THEN NULL ELSE concurrency_limit + 1 END \
+         WHERE host = ?1 AND concurrency_limit IS NOT NULL AND success_streak >= ?3",
+    )?
+    .execute(params![host, per_host, RECOVERY_STREAK])?;
     Ok(())
 }
+
+/// Successes in a row that raise a throttled host's connection limit by one.
+pub const RECOVERY_STREAK: u32 = 10;
 
 /// The shared tail of a failed attempt: counters, decision, job row, attempt row, host pause.
 fn apply_failure(
@@ -952,11 +1064,15 @@ fn apply_failure(
     } = &decision
     {
         let until = now + pause.as_millis() as Millis;
+        // After a rate limit the host gets one connection at a time until it has shown a run
+        // of successes; a plain 503 only pauses it.
+        let limit: Option<u32> = (failure.class() == ErrorClass::RateLimited).then_some(1);
         tx.execute(
-            "INSERT INTO hosts (host, paused_until, pause_reason) VALUES (?1, ?2, ?3) \
+            "INSERT INTO hosts (host, paused_until, pause_reason, concurrency_limit) VALUES (?1, ?2, ?3, ?4) \
              ON CONFLICT(host) DO UPDATE SET paused_until = max(coalesce(paused_until, 0), excluded.paused_until), \
-                 pause_reason = excluded.pause_reason, success_streak = 0",
-            params![job.host, until, failure.message],
+                 pause_reason = excluded.pause_reason, success_streak = 0, \
+                 concurrency_limit = coalesce(excluded.concurrency_limit, concurrency_limit)",
+            params![job.host, until, failure.message, limit],
         )?;
     }
     let job = load_job(tx, job.id)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
@@ -1137,6 +1253,14 @@ mod tests {
             "host paused"
         );
         assert_eq!(s.next_wakeup(11).expect("wakeup"), Some(120_010));
+        // Pause over, but the host is throttled to one connection and a2 still holds it.
+        assert!(s.claim("w", 120_010, lease, 2).expect("claim").is_none());
+        let ok = Success {
+            http_status: 200,
+            ..Success::default()
+        };
+        s.complete(&second, &ok, &policy, 120_010)
+            .expect("complete");
         let again = s
             .claim("w", 120_010, lease, 2)
             .expect("claim")
@@ -1213,6 +1337,90 @@ mod tests {
     }
 
     #[test]
+    fn a_rate_limit_throttles_the_host_until_a_run_of_successes() {
+        let s = Store::open_in_memory().expect("store");
+        let jobs: Vec<_> = (0..30)
+            .map(|i| job(&format!("http://a.example/{i}")))
+            .collect();
+        s.enqueue(None, &jobs, 5, 0).expect("enqueue");
+        let policy = Policy {
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let ok = Success {
+            http_status: 200,
+            ..Success::default()
+        };
+        let lease = Duration::from_secs(60);
+        let first = s.claim("w", 0, lease, 2).expect("claim").expect("job");
+        let f = Failure::new(FailureKind::RateLimited, "429 Too Many Requests");
+        s.fail(&first, &f, &policy, 0, 0.0)
+            .expect("fail")
+            .expect("held");
+        let after = 31_000;
+        assert_eq!(s.hosts(after).expect("hosts")[0].concurrency_limit, Some(1));
+        let one = s.claim("w", after, lease, 2).expect("claim").expect("one");
+        assert!(
+            s.claim("w", after, lease, 2).expect("claim").is_none(),
+            "throttled to 1 connection"
+        );
+        s.complete(&one, &ok, &policy, after).expect("done");
+        for _ in 1..RECOVERY_STREAK {
+            let c = s.claim("w", after, lease, 2).expect("claim").expect("job");
+            s.complete(&c, &ok, &policy, after).expect("done");
+        }
+        // Ten successes in a row: back to the policy's 2, and no limit of its own any more.
+        assert!(s.hosts(after).expect("hosts").is_empty());
+        assert!(s.claim("w", after, lease, 2).expect("claim").is_some());
+        assert!(s.claim("w", after, lease, 2).expect("claim").is_some());
+    }
+
+    #[test]
+    fn paused_queue_and_paused_host_start_nothing() {
+        let s = Store::open_in_memory().expect("store");
+        s.enqueue(
+            None,
+            &[job("http://a.example/1"), job("http://b.example/1")],
+            5,
+            0,
+        )
+        .expect("enqueue");
+        let lease = Duration::from_secs(60);
+        s.set_queue_paused(true).expect("pause");
+        assert!(s.claim("w", 0, lease, 2).expect("claim").is_none());
+        assert!(s.stats(0).expect("stats").queue_paused);
+        s.set_queue_paused(false).expect("resume");
+        s.pause_host("A.example", 0).expect("pause host");
+        assert_eq!(
+            s.claim("w", 0, lease, 2).expect("claim").expect("b").host,
+            "b.example"
+        );
+        assert!(s.claim("w", 0, lease, 2).expect("claim").is_none());
+        assert!(s.resume_host("a.example", 0).expect("resume"));
+        assert_eq!(
+            s.claim("w", 0, lease, 2).expect("claim").expect("a").host,
+            "a.example"
+        );
+    }
+
+    #[test]
+    fn fetch_now_puts_a_pending_job_ahead_of_every_due_job() {
+        let s = Store::open_in_memory().expect("store");
+        let jobs: Vec<_> = (0..5)
+            .map(|i| job(&format!("http://a.example/{i}")))
+            .collect();
+        s.enqueue(None, &jobs, 5, 0).expect("enqueue");
+        s.retry(&[5], 5, 10).expect("fetch now");
+        assert_eq!(
+            s.claim("w", 10, Duration::from_secs(60), 9)
+                .expect("claim")
+                .expect("job")
+                .job_id,
+            5
+        );
+    }
+
+    #[test]
     fn a_lost_lease_cannot_complete() {
         let s = Store::open_in_memory().expect("store");
         s.enqueue(None, &[job("http://a.example/")], 5, 0)
@@ -1229,6 +1437,7 @@ mod tests {
                     http_status: 200,
                     ..Success::default()
                 },
+                &Policy::default(),
                 2,
             )
             .expect("complete");

@@ -292,8 +292,8 @@ impl Worker {
                             sha256: Some(saved.sha256),
                         };
                         let now = self.clock.now_ms();
-                        let c = claimed.clone();
-                        match self.db(move |s| s.complete(&c, &success, now)).await? {
+                        let (c, p) = (claimed.clone(), policy.clone());
+                        match self.db(move |s| s.complete(&c, &success, &p, now)).await? {
                             Some(job) => {
                                 tracing::info!(
                                     job = job.id,
