@@ -193,3 +193,56 @@ async fn a_503_with_retry_after_pauses_the_whole_host() {
     assert_eq!(job0.status, Status::Done);
     assert_eq!(job0.counters.rate_limits, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_batch_is_not_stuck_behind_a_big_one() {
+    let server = FaultServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Arc::new(Store::open(&dir.path().join("gleaner.db")).expect("store"));
+    let big: Vec<String> = (0..1000)
+        .map(|i| server.url(&format!("/ok/a{i}")))
+        .collect();
+    let small: Vec<String> = (0..5).map(|i| server.url(&format!("/ok/b{i}"))).collect();
+    for (name, urls) in [("big", &big), ("small", &small)] {
+        let batch = store.create_batch(name, "cli", now_ms()).expect("batch");
+        let jobs: Vec<_> = intake::scan_args(urls)
+            .iter()
+            .filter_map(|f| f.as_new_job())
+            .collect();
+        store
+            .enqueue(Some(batch), &jobs, 5, now_ms())
+            .expect("enqueue");
+    }
+    let w = worker(
+        store.clone(),
+        dir.path(),
+        Policy {
+            concurrency: 4,
+            per_host: 4,
+            ..Policy::default()
+        },
+    );
+    let run = {
+        let w = w.clone();
+        tokio::spawn(async move {
+            let (_stop, rx) = tokio::sync::watch::channel(false);
+            w.run(RunMode::UntilIdle, rx).await
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.completions_prefix("/ok/b") < 5 {
+        assert!(Instant::now() < deadline, "the small batch never finished");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let big_done_when_small_finished = server.completions_prefix("/ok/a");
+    assert!(
+        big_done_when_small_finished < 50,
+        "the big batch had {big_done_when_small_finished} jobs done before the small one finished"
+    );
+    tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("drained")
+        .expect("join")
+        .expect("run");
+    assert_eq!(server.completions_prefix("/ok/a"), 1000);
+}

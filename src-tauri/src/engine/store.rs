@@ -44,6 +44,7 @@ pub fn migrations() -> Migrations<'static> {
         M::up(include_str!(
             "../../migrations/0002_notifications_and_host_politeness.sql"
         )),
+        M::up(include_str!("../../migrations/0003_fair_batches.sql")),
     ])
 }
 
@@ -258,20 +259,29 @@ impl std::fmt::Debug for Store {
     }
 }
 
-/// The claim. `INDEXED BY jobs_due` pins the plan to the partial index on pending rows, so the
-/// first due row is found by walking the index in `run_at` order, never by sorting every pending
-/// row (the planner would otherwise pick `jobs_status` on a fresh, un-analyzed database).
+/// The claim: open batches in rotation (least recently served first), within a batch the
+/// earliest due job whose host is neither paused nor at its connection limit.
+///
+/// The `CROSS JOIN` fixes batches as the outer loop and the `INDEXED BY`s pin both loops to
+/// their indexes, so the ORDER BY is satisfied by walking them: SQLite never sorts the pending
+/// rows (a unit test checks the plan has no temp B-tree).
 const CLAIM_SQL: &str = "UPDATE jobs SET status = 'running', lease_owner = ?1, lease_until = ?2, \
          attempts = attempts + 1, updated_at = ?3 \
      WHERE id = ( \
-         SELECT j.id FROM jobs j INDEXED BY jobs_due \
-         WHERE j.status = 'pending' AND j.run_at <= ?3 \
+         SELECT j.id FROM batches b INDEXED BY batches_rotation \
+         CROSS JOIN jobs j INDEXED BY jobs_batch_due \
+         WHERE b.open = 1 AND j.batch_id = b.id AND j.status = 'pending' AND j.run_at <= ?3 \
            AND NOT EXISTS (SELECT 1 FROM hosts h WHERE h.host = j.host \
                  AND (h.manual_pause != 0 OR h.paused_until > ?3)) \
            AND (SELECT count(*) FROM jobs r WHERE r.status = 'running' AND r.host = j.host) \
                  < coalesce((SELECT h.concurrency_limit FROM hosts h WHERE h.host = j.host AND h.concurrency_limit < ?4), ?4) \
-         ORDER BY j.run_at LIMIT 1) \
-     RETURNING id, url, host, attempts";
+         ORDER BY b.served_seq, b.id, j.run_at LIMIT 1) \
+     RETURNING id, url, host, attempts, batch_id";
+
+/// Move a batch to the back of the rotation.
+const SERVED_SQL: &str = "UPDATE batches SET served_seq = 1 + coalesce( \
+         (SELECT max(served_seq) FROM batches INDEXED BY batches_rotation WHERE open = 1), 0) \
+     WHERE id = ?1";
 
 const JOB_COLUMNS: &str = "j.id, j.url, j.final_url, j.host, j.status, j.attempts, j.max_retries, \
      j.run_at, j.error_class, j.error, j.http_status, j.title, j.document, j.content_type, \
@@ -394,6 +404,17 @@ impl Store {
         now: Millis,
     ) -> Result<Vec<Enqueued>> {
         self.write(|tx| {
+            // Every job belongs to a batch: the claim rotates across them.
+            let batch_id = match batch_id {
+                Some(id) => id,
+                None => {
+                    tx.execute(
+                        "INSERT INTO batches (name, source, created_at) VALUES (?1, 'api', ?2)",
+                        params![format!("api {}", rfc3339(now)), now],
+                    )?;
+                    tx.last_insert_rowid()
+                }
+            };
             let mut find = tx.prepare_cached("SELECT id, status FROM jobs WHERE url_key = ?1")?;
             let mut insert = tx.prepare_cached(
                 "INSERT INTO jobs (url, url_key, host, batch_id, status, run_at, max_retries, \
@@ -457,12 +478,14 @@ impl Store {
                         r.get::<_, String>(1)?,
                         r.get::<_, String>(2)?,
                         r.get::<_, u32>(3)?,
+                        r.get::<_, i64>(4)?,
                     ))
                 })
                 .optional()?;
-            let Some((job_id, url, host, attempt)) = claimed else {
+            let Some((job_id, url, host, attempt, batch_id)) = claimed else {
                 return Ok(None);
             };
+            tx.prepare_cached(SERVED_SQL)?.execute([batch_id])?;
             tx.prepare_cached(
                 "INSERT INTO attempts (job_id, number, started_at, worker) VALUES (?1, ?2, ?3, ?4)",
             )?
@@ -568,6 +591,7 @@ impl Store {
         is_alive: impl Fn(&str) -> bool,
     ) -> Result<Vec<Failed>> {
         self.write(|tx| {
+            close_finished_batches(tx)?;
             let mut stmt = tx.prepare(&format!(
                 "SELECT {JOB_COLUMNS}, j.lease_owner, j.lease_until FROM jobs j \
                  LEFT JOIN batches b ON b.id = j.batch_id WHERE j.status = 'running'"
@@ -727,11 +751,18 @@ impl Store {
                         out.push(ActionResult::Done { id });
                     }
                     Status::Pending => {
-                        // "Fetch now": due at once and ahead of every other due job.
+                        // "Fetch now": due at once, first in its batch, and its batch first in
+                        // the rotation, so it is ahead of every other due job.
                         tx.execute(
                             "UPDATE jobs SET run_at = min(?2, coalesce((SELECT min(run_at) FROM jobs \
                                  WHERE status = 'pending'), ?2) - 1), updated_at = ?2 WHERE id = ?1",
                             params![id, now],
+                        )?;
+                        tx.execute(
+                            "UPDATE batches SET open = 1, served_seq = coalesce((SELECT min(served_seq) \
+                                 FROM batches INDEXED BY batches_rotation WHERE open = 1), 0) - 1 \
+                             WHERE id = (SELECT batch_id FROM jobs WHERE id = ?1)",
+                            [id],
                         )?;
                         out.push(ActionResult::Done { id });
                     }
@@ -974,6 +1005,20 @@ fn revive(tx: &Transaction<'_>, id: i64, max_retries: u32, now: Millis) -> Resul
          WHERE id = ?1",
         params![id, now, max_retries],
     )?;
+    tx.execute(
+        "UPDATE batches SET open = 1 WHERE id = (SELECT batch_id FROM jobs WHERE id = ?1)",
+        [id],
+    )?;
+    Ok(())
+}
+
+/// Take batches with nothing left to do out of the rotation, so the claim does not walk them.
+fn close_finished_batches(tx: &Transaction<'_>) -> Result<()> {
+    tx.execute(
+        "UPDATE batches SET open = 0 WHERE open = 1 AND NOT EXISTS (SELECT 1 FROM jobs \
+             WHERE jobs.batch_id = batches.id AND jobs.status IN ('pending', 'running'))",
+        [],
+    )?;
     Ok(())
 }
 
@@ -1150,7 +1195,7 @@ mod tests {
         let v: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .expect("version");
-        assert_eq!(v, 2);
+        assert_eq!(v, 3);
         let (url, notified): (String, i64) = conn
             .query_row("SELECT url, dead_notified FROM jobs", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))
@@ -1158,6 +1203,14 @@ mod tests {
             .expect("row");
         assert_eq!(url, "http://a.example/");
         assert_eq!(notified, 0);
+        let batch: String = conn
+            .query_row(
+                "SELECT b.name FROM jobs j JOIN batches b ON b.id = j.batch_id",
+                [],
+                |r| r.get(0),
+            )
+            .expect("batch");
+        assert_eq!(batch, "earlier jobs", "jobs from before batches joined one");
         let mode: String = conn
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .expect("mode");
@@ -1219,12 +1272,11 @@ mod tests {
     #[test]
     fn per_host_limit_and_host_pause_gate_the_claim() {
         let s = Store::open_in_memory().expect("store");
-        let jobs: Vec<_> = (0..4)
+        let mut jobs: Vec<_> = (0..4)
             .map(|i| job(&format!("http://a.example/{i}")))
             .collect();
+        jobs.push(job("http://b.example/1"));
         s.enqueue(None, &jobs, 5, 0).expect("enqueue");
-        s.enqueue(None, &[job("http://b.example/1")], 5, 1)
-            .expect("enqueue");
         let lease = Duration::from_secs(60);
         let first = s.claim("w", 10, lease, 2).expect("claim").expect("a1");
         let second = s.claim("w", 10, lease, 2).expect("claim").expect("a2");
@@ -1404,6 +1456,32 @@ mod tests {
     }
 
     #[test]
+    fn the_claim_rotates_across_batches() {
+        let s = Store::open_in_memory().expect("store");
+        let big: Vec<_> = (0..100)
+            .map(|i| job(&format!("http://a{i}.example/")))
+            .collect();
+        let small: Vec<_> = (0..3)
+            .map(|i| job(&format!("http://b{i}.example/")))
+            .collect();
+        s.enqueue(None, &big, 5, 0).expect("enqueue big");
+        s.enqueue(None, &small, 5, 1).expect("enqueue small");
+        let lease = Duration::from_secs(60);
+        let hosts: Vec<String> = (0..8)
+            .map(|_| {
+                s.claim("w", 10, lease, 2)
+                    .expect("claim")
+                    .expect("job")
+                    .host
+            })
+            .collect();
+        assert_eq!(
+            hosts,
+            ["a0", "b0", "a1", "b1", "a2", "b2", "a3", "a4"].map(|h| format!("{h}.example"))
+        );
+    }
+
+    #[test]
     fn fetch_now_puts_a_pending_job_ahead_of_every_due_job() {
         let s = Store::open_in_memory().expect("store");
         let jobs: Vec<_> = (0..5)
@@ -1504,7 +1582,8 @@ mod tests {
             .collect::<rusqlite::Result<_>>()
             .expect("rows");
         let plan = plan.join("\n");
-        assert!(plan.contains("jobs_due"), "{plan}");
+        assert!(plan.contains("batches_rotation"), "{plan}");
+        assert!(plan.contains("jobs_batch_due"), "{plan}");
         assert!(!plan.contains("TEMP B-TREE"), "{plan}");
     }
 }

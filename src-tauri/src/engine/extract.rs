@@ -1,0 +1,1005 @@
+//! Content extraction: turns a fetched response body into a [`Document`] for the
+//! knowledge base.
+//!
+//! The fetcher hands over raw bytes plus the `Content-Type` header; this module
+//! decides what the bytes are (HTML, PDF, text, or something to keep as-is),
+//! decodes them, pulls out the readable text and the page metadata, and rejects
+//! responses that are technically a 200 but really a block or challenge page.
+//! It does no I/O and knows nothing about the rest of Gleaner, so it can be
+//! tested with fixtures alone.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use chardetng::{EncodingDetector, Iso2022JpDetection, Utf8Detection};
+use dom_smoothie::{Config, Readability, ReadabilityError, TextMode};
+use encoding_rs::{Encoding, UTF_8, UTF_16BE, UTF_16LE, WINDOWS_1252};
+
+/// What was extracted from one response body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Document {
+    /// Plain text (entities decoded, whitespace collapsed); never markup.
+    pub title: Option<String>,
+    pub byline: Option<String>,
+    /// As found in the page, ISO 8601 preferred when several sources disagree.
+    pub published: Option<String>,
+    pub language: Option<String>,
+    pub canonical_url: Option<String>,
+    pub description: Option<String>,
+    pub site_name: Option<String>,
+    /// Markdown for HTML, plain text for PDF and text types, empty for raw.
+    pub text: String,
+    pub kind: DocKind,
+}
+
+/// What kind of body a [`Document`] came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DocKind {
+    Html,
+    Pdf,
+    Text,
+    /// Not something we extract text from (images, archives, video); the caller
+    /// keeps the raw bytes.
+    Raw,
+}
+
+/// Why a body could not be turned into a [`Document`]. The strings are meant to
+/// be shown to the user as they are.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExtractError {
+    #[error("could not extract the content: {0}")]
+    Unparsable(String),
+    #[error("the server answered with a block page instead of the content: {0}")]
+    Blocked(String),
+    #[error("the response body is empty")]
+    Empty,
+}
+
+/// Extracts text and metadata from `body`. `url` is the final URL of the
+/// response; it is used to resolve relative links (canonical URL, links in the
+/// Markdown) and may be empty.
+pub fn extract(
+    body: &[u8],
+    content_type: Option<&str>,
+    url: &str,
+) -> Result<Document, ExtractError> {
+    if body.is_empty() {
+        return Err(ExtractError::Empty);
+    }
+    match classify(body, content_type) {
+        DocKind::Html => extract_html(body, content_type, url),
+        DocKind::Pdf => extract_pdf(body),
+        DocKind::Text => Ok(Document {
+            text: decode_text(body, content_type),
+            ..Document::empty(DocKind::Text)
+        }),
+        DocKind::Raw => Ok(Document::empty(DocKind::Raw)),
+    }
+}
+
+impl Document {
+    fn empty(kind: DocKind) -> Self {
+        Document {
+            title: None,
+            byline: None,
+            published: None,
+            language: None,
+            canonical_url: None,
+            description: None,
+            site_name: None,
+            text: String::new(),
+            kind,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Dispatch
+// ---------------------------------------------------------------------------
+
+fn mime_of(content_type: Option<&str>) -> String {
+    content_type
+        .and_then(|ct| ct.split(';').next())
+        .map(|m| m.trim().to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
+fn classify(body: &[u8], content_type: Option<&str>) -> DocKind {
+    // Servers and CDNs regularly label PDFs as text/plain or text/html, and a
+    // PDF signature is unambiguous, so it wins over the header.
+    if looks_like_pdf(body) {
+        return DocKind::Pdf;
+    }
+    let mime = mime_of(content_type);
+    match mime.as_str() {
+        "text/html" | "application/xhtml+xml" => DocKind::Html,
+        // An "application/pdf" that is not a PDF is usually a login or error
+        // page; reading it as HTML gives a better error than "damaged PDF".
+        "application/pdf" | "application/x-pdf" if looks_like_html(body) => DocKind::Html,
+        "application/pdf" | "application/x-pdf" => DocKind::Pdf,
+        "" | "application/octet-stream" | "binary/octet-stream" | "application/unknown" => {
+            if looks_like_html(body) {
+                DocKind::Html
+            } else {
+                DocKind::Raw
+            }
+        }
+        m if is_text_mime(m) => DocKind::Text,
+        _ => DocKind::Raw,
+    }
+}
+
+/// True for the types kept as decoded text rather than saved as raw bytes.
+pub fn is_text_mime(mime: &str) -> bool {
+    let mime = mime.trim().to_ascii_lowercase();
+    if mime.starts_with("image/") {
+        return false;
+    }
+    mime.starts_with("text/")
+        || mime.ends_with("+json")
+        || mime.ends_with("+xml")
+        || matches!(
+            mime.as_str(),
+            "application/json" | "application/xml" | "application/javascript"
+        )
+}
+
+fn looks_like_pdf(body: &[u8]) -> bool {
+    // The PDF spec lets the header sit anywhere in the first 1024 bytes.
+    let head = &body[..body.len().min(1024)];
+    head.windows(5).any(|w| w == b"%PDF-")
+}
+
+fn looks_like_html(body: &[u8]) -> bool {
+    let head = &body[..body.len().min(512)];
+    let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+    let start = head
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(head.len());
+    let head = head[start..].to_ascii_lowercase();
+    ["<!doctype html", "<html", "<head", "<body"]
+        .iter()
+        .any(|sig| head.starts_with(sig.as_bytes()))
+}
+
+// ---------------------------------------------------------------------------
+// Character decoding
+// ---------------------------------------------------------------------------
+
+/// Decodes an HTML body to a string. The charset comes from the HTTP header,
+/// then a byte-order mark, then `<meta charset>` / `<meta http-equiv>`, then
+/// sniffing. Invalid bytes become U+FFFD; this never panics.
+pub fn decode_html(body: &[u8], content_type: Option<&str>) -> String {
+    let declared = charset_from_content_type(content_type).or_else(|| meta_charset(body));
+    decode_bytes(body, declared)
+}
+
+fn decode_text(body: &[u8], content_type: Option<&str>) -> String {
+    let declared = charset_from_content_type(content_type).or_else(|| xml_declared_encoding(body));
+    decode_bytes(body, declared)
+}
+
+fn decode_bytes(body: &[u8], declared: Option<&'static Encoding>) -> String {
+    // A BOM beats every declaration, as in browsers: it cannot be there by accident.
+    if let Some((enc, bom_len)) = Encoding::for_bom(body) {
+        return enc
+            .decode_without_bom_handling(&body[bom_len..])
+            .0
+            .into_owned();
+    }
+    let enc = declared.unwrap_or_else(|| sniff_encoding(body));
+    enc.decode_without_bom_handling(body).0.into_owned()
+}
+
+fn sniff_encoding(body: &[u8]) -> &'static Encoding {
+    // Most undeclared pages today are UTF-8; a full validity check is cheaper
+    // and more certain than statistics.
+    if std::str::from_utf8(body).is_ok() {
+        return UTF_8;
+    }
+    // The first 64 KiB is plenty for the detector and bounds its cost on big pages.
+    let sample = &body[..body.len().min(64 * 1024)];
+    let mut detector = EncodingDetector::new(Iso2022JpDetection::Deny);
+    detector.feed(sample, true);
+    detector.guess(None, Utf8Detection::Allow)
+}
+
+fn charset_from_content_type(content_type: Option<&str>) -> Option<&'static Encoding> {
+    let ct = content_type?.to_ascii_lowercase();
+    let label = attr_value_after(ct.as_bytes(), b"charset")?;
+    Encoding::for_label(label)
+}
+
+/// A simplified version of the HTML "prescan" for a charset declaration in the
+/// first few KiB of the page.
+fn meta_charset(body: &[u8]) -> Option<&'static Encoding> {
+    let head = body[..body.len().min(4096)].to_ascii_lowercase();
+    let mut pos = 0;
+    while let Some(found) = find(&head[pos..], b"<meta") {
+        let start = pos + found + 5;
+        let end = find(&head[start..], b">").map_or(head.len(), |e| start + e);
+        if let Some(enc) =
+            attr_value_after(&head[start..end], b"charset").and_then(Encoding::for_label)
+        {
+            // Per the HTML spec a page that parsed as ASCII-compatible cannot
+            // really be UTF-16, and x-user-defined means windows-1252.
+            return Some(if enc == UTF_16LE || enc == UTF_16BE {
+                UTF_8
+            } else if enc.name() == "x-user-defined" {
+                WINDOWS_1252
+            } else {
+                enc
+            });
+        }
+        pos = end;
+    }
+    None
+}
+
+fn xml_declared_encoding(body: &[u8]) -> Option<&'static Encoding> {
+    let head = body[..body.len().min(512)].to_ascii_lowercase();
+    let decl = head.strip_prefix(b"<?xml")?;
+    let end = find(decl, b"?>")?;
+    attr_value_after(&decl[..end], b"encoding").and_then(Encoding::for_label)
+}
+
+/// Finds `key` followed by optional spaces, `=`, and a quoted or bare value.
+/// Works for both `charset="x"` attributes and `text/html; charset=x` headers.
+fn attr_value_after<'a>(haystack: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
+    let mut pos = 0;
+    while let Some(found) = find(&haystack[pos..], key) {
+        let mut i = pos + found + key.len();
+        pos = i;
+        while haystack.get(i).is_some_and(u8::is_ascii_whitespace) {
+            i += 1;
+        }
+        if haystack.get(i) != Some(&b'=') {
+            continue;
+        }
+        i += 1;
+        while haystack.get(i).is_some_and(u8::is_ascii_whitespace) {
+            i += 1;
+        }
+        let quote = haystack
+            .get(i)
+            .copied()
+            .filter(|q| *q == b'"' || *q == b'\'');
+        if quote.is_some() {
+            i += 1;
+        }
+        let rest = &haystack[i.min(haystack.len())..];
+        let len = rest
+            .iter()
+            .position(|&b| match quote {
+                Some(q) => b == q,
+                None => b.is_ascii_whitespace() || matches!(b, b';' | b'"' | b'\'' | b'>' | b'/'),
+            })
+            .unwrap_or(rest.len());
+        if len > 0 {
+            return Some(&rest[..len]);
+        }
+    }
+    None
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() {
+        return Some(0); // `windows(0)` would panic
+    }
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+// ---------------------------------------------------------------------------
+// HTML
+// ---------------------------------------------------------------------------
+
+const NO_READABLE_TEXT: &str = "the page has a body but no readable text";
+
+fn extract_html(
+    body: &[u8],
+    content_type: Option<&str>,
+    url: &str,
+) -> Result<Document, ExtractError> {
+    let html = decode_html(body, content_type);
+    if html.trim().is_empty() {
+        return Err(ExtractError::Unparsable(NO_READABLE_TEXT.into()));
+    }
+    let dom = dom_query::Document::from(html.as_str());
+    if let Some(reason) = block_reason(&dom, &html) {
+        return Err(ExtractError::Blocked(reason.into()));
+    }
+    // Collected before Readability runs, because it rewrites the tree.
+    let meta = PageMeta::collect(&dom, url);
+
+    // dom_smoothie fails the whole parse on a URL it can't use as a base;
+    // without a base it just leaves relative links alone, the better failure.
+    let base = url::Url::parse(url)
+        .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host())
+        .then_some(url);
+    let cfg = Config {
+        text_mode: TextMode::Markdown,
+        ..Config::default()
+    };
+    let mut readability = Readability::with_document(dom, base, Some(cfg))
+        .map_err(|e| ExtractError::Unparsable(format!("the page could not be read: {e}")))?;
+    let article = match readability.parse() {
+        Ok(article) => article,
+        Err(ReadabilityError::GrabFailed) => {
+            return Err(ExtractError::Unparsable(NO_READABLE_TEXT.into()));
+        }
+        Err(e) => {
+            return Err(ExtractError::Unparsable(format!(
+                "the page could not be read: {e}"
+            )));
+        }
+    };
+    let text = tidy_text(&article.text_content);
+    if text.is_empty() {
+        return Err(ExtractError::Unparsable(NO_READABLE_TEXT.into()));
+    }
+
+    let byline = if meta.citation_authors.is_empty() {
+        article.byline.as_deref().and_then(clean)
+    } else {
+        Some(meta.citation_authors.join("; "))
+    };
+    let mut dates = meta.citation_dates;
+    dates.extend(article.published_time.as_deref().and_then(clean));
+    Ok(Document {
+        title: meta
+            .citation_title
+            .or(meta.og_title)
+            .or_else(|| clean(&article.title)),
+        byline,
+        published: dates
+            .iter()
+            .find(|d| looks_iso8601(d))
+            .or(dates.first())
+            .cloned(),
+        language: article.lang.as_deref().and_then(clean).or(meta.language),
+        canonical_url: meta.canonical_url,
+        description: meta.description,
+        site_name: meta
+            .og_site_name
+            .or_else(|| article.site_name.as_deref().and_then(clean))
+            .or(meta.journal),
+        text,
+        kind: DocKind::Html,
+    })
+}
+
+/// Metadata that dom_smoothie does not cover, or ranks differently from what
+/// Gleaner wants (citation_* tags beat everything for scholarly pages).
+#[derive(Default)]
+struct PageMeta {
+    citation_title: Option<String>,
+    citation_authors: Vec<String>,
+    citation_dates: Vec<String>,
+    journal: Option<String>,
+    og_title: Option<String>,
+    og_site_name: Option<String>,
+    description: Option<String>,
+    language: Option<String>,
+    canonical_url: Option<String>,
+}
+
+impl PageMeta {
+    fn collect(dom: &dom_query::Document, url: &str) -> Self {
+        let mut m = PageMeta::default();
+        let (mut pub_date, mut date, mut meta_desc, mut og_desc) = (None, None, None, None);
+        let (mut og_url, mut content_language, mut citation_language) = (None, None, None);
+        for node in dom.select("meta[content]").nodes() {
+            let Some(value) = node.attr("content").as_deref().and_then(clean) else {
+                continue;
+            };
+            let key = node
+                .attr("name")
+                .or_else(|| node.attr("property"))
+                .or_else(|| node.attr("http-equiv"))
+                .map(|k| k.trim().to_ascii_lowercase())
+                .unwrap_or_default();
+            // First one wins for single-valued keys, like in browsers' own metadata readers.
+            let slot = match key.as_str() {
+                "citation_author" => {
+                    m.citation_authors.push(value);
+                    continue;
+                }
+                "citation_title" => &mut m.citation_title,
+                "citation_publication_date" => &mut pub_date,
+                "citation_date" => &mut date,
+                "citation_journal_title" | "citation_conference_title" => &mut m.journal,
+                "citation_language" => &mut citation_language,
+                "og:title" => &mut m.og_title,
+                "og:site_name" => &mut m.og_site_name,
+                "og:description" => &mut og_desc,
+                "og:url" => &mut og_url,
+                "description" => &mut meta_desc,
+                "content-language" => &mut content_language,
+                _ => continue,
+            };
+            slot.get_or_insert(value);
+        }
+        m.citation_dates = pub_date.into_iter().chain(date).collect();
+        m.description = meta_desc.or(og_desc);
+        m.language = content_language.or(citation_language);
+
+        let canonical = dom
+            .select("link[rel][href]")
+            .nodes()
+            .iter()
+            .find(|n| {
+                n.attr("rel").is_some_and(|rel| {
+                    rel.split_ascii_whitespace()
+                        .any(|t| t.eq_ignore_ascii_case("canonical"))
+                })
+            })
+            .and_then(|n| n.attr("href"))
+            .and_then(|href| clean(&href));
+        m.canonical_url = canonical.or(og_url).map(|href| resolve(url, &href));
+        m
+    }
+}
+
+fn resolve(base: &str, href: &str) -> String {
+    url::Url::parse(base)
+        .and_then(|b| b.join(href))
+        .map_or_else(|_| href.to_string(), String::from)
+}
+
+/// Collapses whitespace; `None` for blank strings so empty tags don't shadow
+/// lower-priority sources.
+fn clean(s: &str) -> Option<String> {
+    let joined = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    (!joined.is_empty()).then_some(joined)
+}
+
+fn looks_iso8601(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() >= 10
+        && b[..4].iter().all(u8::is_ascii_digit)
+        && b[4] == b'-'
+        && b[5..7].iter().all(u8::is_ascii_digit)
+        && b[7] == b'-'
+        && b[8..10].iter().all(u8::is_ascii_digit)
+}
+
+/// Trims trailing spaces and squeezes runs of blank lines, which both the
+/// Markdown serializer and PDF text output produce in abundance.
+fn tidy_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut blank_run = 0;
+    for line in s.lines() {
+        let line = line.trim_end();
+        if line.trim().is_empty() {
+            blank_run += 1;
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(if blank_run > 0 { "\n\n" } else { "\n" });
+        }
+        blank_run = 0;
+        out.push_str(line);
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------
+// Block pages
+// ---------------------------------------------------------------------------
+
+/// Challenge pages are short. Below this, challenge wording or markup is taken
+/// at face value; above it, the page is assumed to be real content that merely
+/// mentions or embeds such things.
+const SHORT_PAGE_CHARS: usize = 2000;
+/// A CAPTCHA widget or an "access denied" heading on its own is only a block
+/// page when there is next to nothing else: ordinary articles carry reCAPTCHA
+/// comment forms, and short pages can be about access control.
+const TINY_PAGE_CHARS: usize = 600;
+
+fn block_reason(dom: &dom_query::Document, html: &str) -> Option<&'static str> {
+    let title = dom
+        .select("title")
+        .text()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase();
+    if title.starts_with("attention required! | cloudflare") {
+        return Some("Cloudflare challenge page");
+    }
+    let visible = visible_chars(dom);
+    if visible >= SHORT_PAGE_CHARS {
+        return None;
+    }
+    // Not the bare "/cdn-cgi/challenge-platform/" prefix: Cloudflare injects
+    // its bot-detection script (".../scripts/jsd/...") into ordinary pages too.
+    let cloudflare_markers = [
+        "_cf_chl_opt",
+        "cf-chl-",
+        "/cdn-cgi/challenge-platform/h/",
+        "cf-browser-verification",
+    ]
+    .iter()
+    .any(|m| html.contains(m));
+    if title.starts_with("just a moment") || cloudflare_markers {
+        return Some("Cloudflare challenge page");
+    }
+    let body_text = dom.select("body").text().to_lowercase();
+    let captcha_words = [
+        "verify you are human",
+        "are you a robot",
+        "not a robot",
+        "complete the security check",
+    ]
+    .iter()
+    .any(|w| body_text.contains(w));
+    if captcha_words {
+        return Some("CAPTCHA page");
+    }
+    if visible >= TINY_PAGE_CHARS {
+        return None;
+    }
+    let captcha_widget = !dom
+        .select(".g-recaptcha, .h-captcha, .cf-turnstile, iframe[src*=recaptcha], iframe[src*=hcaptcha]")
+        .is_empty();
+    if captcha_widget {
+        return Some("CAPTCHA page");
+    }
+    let heading = dom.select("h1").text().to_lowercase();
+    let denied = [
+        "access denied",
+        "403 forbidden",
+        "request blocked",
+        "you have been blocked",
+    ]
+    .iter()
+    .any(|w| title.contains(w) || heading.contains(w));
+    denied.then_some("access denied page")
+}
+
+/// Non-whitespace characters a reader would see: body text minus the inline
+/// scripts and styles that challenge pages are mostly made of.
+fn visible_chars(dom: &dom_query::Document) -> usize {
+    let count = |s: &str| s.chars().filter(|c| !c.is_whitespace()).count();
+    let all = count(&dom.select("body").text());
+    let hidden = count(&dom.select("body script, body style, body template").text());
+    all.saturating_sub(hidden)
+}
+
+// ---------------------------------------------------------------------------
+// PDF
+// ---------------------------------------------------------------------------
+
+fn extract_pdf(body: &[u8]) -> Result<Document, ExtractError> {
+    // pdf-extract and lopdf still panic on some malformed files (unwraps on
+    // fonts, arithmetic overflow); one bad PDF must not take the worker down.
+    // This relies on panic = "unwind", the default.
+    catch_unwind(AssertUnwindSafe(|| extract_pdf_inner(body))).unwrap_or_else(|panic| {
+        let detail = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(damaged(&format!("the PDF reader crashed ({detail})")))
+    })
+}
+
+fn damaged(detail: &dyn std::fmt::Display) -> ExtractError {
+    ExtractError::Unparsable(format!("the PDF is damaged or truncated: {detail}"))
+}
+
+fn encrypted() -> ExtractError {
+    ExtractError::Unparsable("the PDF is encrypted".into())
+}
+
+fn extract_pdf_inner(body: &[u8]) -> Result<Document, ExtractError> {
+    use pdf_extract::{Document as Pdf, Error as PdfError};
+
+    let mut pdf = Pdf::load_mem(body).map_err(|e| match e {
+        PdfError::Decryption(_) | PdfError::InvalidPassword => encrypted(),
+        e => damaged(&e),
+    })?;
+    // Owner-password-only PDFs (copy/print restrictions) open in every viewer
+    // with the empty user password, so they count as readable.
+    if pdf.is_encrypted() && pdf.decrypt("").is_err() {
+        return Err(encrypted());
+    }
+
+    let pages = pdf.get_pages();
+    if pages.is_empty() {
+        return Err(damaged(&"no pages could be found"));
+    }
+    // Page by page, so one broken page costs that page rather than the whole
+    // document, and the first page is available for the title fallback.
+    let mut texts = Vec::with_capacity(pages.len());
+    let mut first_error = None;
+    for &number in pages.keys() {
+        let mut page = String::new();
+        let result = pdf_extract::output_doc_page(
+            &pdf,
+            &mut pdf_extract::PlainTextOutput::new(&mut page),
+            number,
+        );
+        match result {
+            Ok(()) => texts.push(tidy_text(&page)),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    let text = texts
+        .iter()
+        .filter(|t| !t.is_empty())
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    if text.is_empty() {
+        return Err(match first_error {
+            Some(e) => damaged(&e),
+            None => ExtractError::Unparsable(
+                "the PDF has no text layer (it may be scanned images)".into(),
+            ),
+        });
+    }
+
+    let title = pdf_info_title(&pdf).or_else(|| {
+        texts
+            .first()
+            .and_then(|first| first.lines().find_map(clean))
+            .map(|line| line.chars().take(200).collect())
+    });
+    Ok(Document {
+        title,
+        text,
+        ..Document::empty(DocKind::Pdf)
+    })
+}
+
+fn pdf_info_title(pdf: &pdf_extract::Document) -> Option<String> {
+    let info = pdf.trailer.get(b"Info").ok()?;
+    let (_, info) = pdf.dereference(info).ok()?;
+    let title = info.as_dict().ok()?.get(b"Title").ok()?;
+    let (_, title) = pdf.dereference(title).ok()?;
+    let title = pdf_extract::decode_text_string(title).ok()?;
+    clean(&title.replace('\0', ""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    macro_rules! fixture {
+        ($name:literal) => {
+            include_bytes!(concat!("../../tests-fixtures/extract/", $name)).as_slice()
+        };
+    }
+
+    const HTML: Option<&str> = Some("text/html; charset=utf-8");
+    const URL: &str = "https://courier.example/news/2024/05/14/mill";
+
+    fn ok(body: &[u8], content_type: Option<&str>) -> Document {
+        match extract(body, content_type, URL) {
+            Ok(doc) => doc,
+            Err(e) => panic!("expected a document, got {e:?}"),
+        }
+    }
+
+    fn unparsable(body: &[u8], content_type: Option<&str>) -> String {
+        match extract(body, content_type, URL) {
+            Err(ExtractError::Unparsable(reason)) => reason,
+            other => panic!("expected Unparsable, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn news_article_keeps_the_story_and_drops_the_chrome() {
+        let doc = ok(fixture!("news-article.html"), HTML);
+        assert_eq!(doc.kind, DocKind::Html);
+        assert!(
+            doc.text
+                .contains("Residents of Kelmouth voted by a wide margin on Tuesday")
+        );
+        assert!(
+            doc.text.contains("## A working mill again"),
+            "headings become Markdown: {}",
+            doc.text
+        );
+        assert!(
+            doc.text
+                .contains("[published plan](https://courier.example/docs/mill-plan.pdf)")
+        );
+        for chrome in [
+            "cookie",
+            "Related stories",
+            "sourdough award",
+            "All rights reserved",
+            "Subscribe today",
+        ] {
+            assert!(
+                !doc.text.contains(chrome),
+                "{chrome:?} leaked into the text:\n{}",
+                doc.text
+            );
+        }
+        assert_eq!(
+            doc.title.as_deref(),
+            Some("Harbour town votes to restore its tidal mill")
+        );
+        assert_eq!(doc.byline.as_deref(), Some("Priya Anand"));
+        assert_eq!(doc.published.as_deref(), Some("2024-05-14T08:30:00Z"));
+        assert_eq!(doc.language.as_deref(), Some("en-GB"));
+        assert_eq!(doc.site_name.as_deref(), Some("The Coastal Courier"));
+        assert_eq!(
+            doc.canonical_url.as_deref(),
+            Some("https://courier.example/news/2024/05/tidal-mill"),
+            "relative canonical links are resolved against the page URL"
+        );
+        assert!(
+            doc.description
+                .as_deref()
+                .is_some_and(|d| d.starts_with("Residents of Kelmouth backed"))
+        );
+    }
+
+    #[test]
+    fn citation_tags_beat_opengraph_and_title() {
+        let doc = ok(fixture!("scholarly.html"), HTML);
+        assert_eq!(
+            doc.title.as_deref(),
+            Some("Sediment Transport in Braided Rivers: A Field Study")
+        );
+        assert_eq!(
+            doc.byline.as_deref(),
+            Some("Okafor, Chidi; Lindqvist, Astrid")
+        );
+        assert_eq!(doc.published.as_deref(), Some("2023/11/02"));
+        assert_eq!(doc.site_name.as_deref(), Some("Journal of Fluvial Studies"));
+        assert!(doc.text.contains("bedload transport over two seasons"));
+        assert!(!doc.text.contains("Log in"));
+    }
+
+    #[test]
+    fn json_ld_supplies_headline_author_and_date() {
+        let doc = ok(fixture!("jsonld-article.html"), HTML);
+        assert_eq!(
+            doc.title.as_deref(),
+            Some("Ten years of keeping bees on a city roof")
+        );
+        assert_eq!(doc.byline.as_deref(), Some("Jonas Weber"));
+        assert_eq!(doc.published.as_deref(), Some("2022-03-09"));
+        assert_eq!(doc.language.as_deref(), Some("fr"));
+    }
+
+    #[test]
+    fn markup_in_title_stays_literal_text() {
+        let doc = ok(fixture!("xss-title.html"), HTML);
+        assert_eq!(
+            doc.title.as_deref(),
+            Some(r#"<img src=x onerror="document.title='pwned'">"#)
+        );
+    }
+
+    #[test]
+    fn latin1_page_with_meta_charset_and_no_header_charset() {
+        let body = fixture!("latin1-meta.html");
+        assert!(
+            std::str::from_utf8(body).is_err(),
+            "fixture must really be ISO-8859-1"
+        );
+        let decoded = decode_html(body, Some("text/html"));
+        assert!(decoded.contains("Café Müller") && !decoded.contains('\u{FFFD}'));
+        let doc = ok(body, Some("text/html"));
+        assert_eq!(doc.title.as_deref(), Some("Ein Besuch im Café Müller"));
+        assert!(doc.text.contains("Frau Müller öffnet jeden Morgen"));
+    }
+
+    #[test]
+    fn latin1_page_without_any_declaration_is_sniffed() {
+        let body = fixture!("latin1-nometa.html");
+        assert!(!body.windows(7).any(|w| w.eq_ignore_ascii_case(b"charset")));
+        let decoded = decode_html(body, None);
+        assert!(decoded.contains("café") || decoded.contains("Café"));
+        assert!(decoded.contains("Müller") && !decoded.contains('\u{FFFD}'));
+        assert!(ok(body, None).text.contains("Käsekuchen"));
+    }
+
+    #[test]
+    fn charset_precedence_header_then_bom_then_meta() {
+        let latin1 = fixture!("latin1-meta.html");
+        // A wrong header charset wins over the meta tag, as in browsers.
+        assert!(decode_html(latin1, Some("text/html; charset=utf-8")).contains('\u{FFFD}'));
+        assert!(decode_html(latin1, Some("text/html; charset=\"ISO-8859-1\"")).contains("Müller"));
+        let mut bom = b"\xEF\xBB\xBF".to_vec();
+        bom.extend_from_slice("<meta charset=iso-8859-1><p>Müller</p>".as_bytes());
+        assert_eq!(
+            decode_html(&bom, None),
+            "<meta charset=iso-8859-1><p>Müller</p>"
+        );
+        let http_equiv = b"<meta http-equiv='Content-Type' content='text/html; charset=windows-1252'><p>caf\xE9</p>";
+        assert!(decode_html(http_equiv, None).ends_with("<p>café</p>"));
+        // Invalid bytes never panic, whatever the declared charset.
+        for ct in [
+            None,
+            Some("text/html; charset=shift_jis"),
+            Some("text/html; charset=bogus"),
+        ] {
+            let _ = decode_html(b"\xFF\xFE\x00\xC3<meta charset=", ct);
+        }
+    }
+
+    #[test]
+    fn block_pages_are_reported_as_blocked() {
+        let cf = extract(fixture!("cloudflare.html"), HTML, URL);
+        assert_eq!(
+            cf,
+            Err(ExtractError::Blocked("Cloudflare challenge page".into()))
+        );
+        let captcha = extract(fixture!("captcha.html"), HTML, URL);
+        assert_eq!(captcha, Err(ExtractError::Blocked("CAPTCHA page".into())));
+        let attention = b"<html><head><title>Attention Required! | Cloudflare</title></head><body>x</body></html>";
+        assert!(matches!(
+            extract(attention, HTML, URL),
+            Err(ExtractError::Blocked(_))
+        ));
+        let denied = b"<html><head><title>Access Denied</title></head><body><h1>Access Denied</h1>\
+            <p>You don't have permission to access this server.</p></body></html>";
+        assert_eq!(
+            extract(denied, HTML, URL),
+            Err(ExtractError::Blocked("access denied page".into()))
+        );
+    }
+
+    #[test]
+    fn an_article_with_a_captcha_comment_form_is_not_blocked() {
+        let html = String::from_utf8_lossy(fixture!("news-article.html")).replace(
+            "</article>",
+            r#"<form class="comments"><div class="g-recaptcha" data-sitekey="k"></div></form></article>
+            <script src="/cdn-cgi/challenge-platform/scripts/jsd/main.js"></script>"#,
+        );
+        assert!(ok(html.as_bytes(), HTML).text.contains("tidal mill"));
+    }
+
+    #[test]
+    fn a_page_without_readable_text_is_unparsable() {
+        assert_eq!(
+            unparsable(fixture!("js-shell.html"), HTML),
+            NO_READABLE_TEXT
+        );
+        assert_eq!(unparsable(b"   \n ", HTML), NO_READABLE_TEXT);
+    }
+
+    #[test]
+    fn pdf_text_and_info_title() {
+        let doc = ok(fixture!("article.pdf"), Some("application/pdf"));
+        assert_eq!(doc.kind, DocKind::Pdf);
+        assert_eq!(doc.title.as_deref(), Some("Field Notes on Moss (fixture)"));
+        assert!(
+            doc.text
+                .contains("This sentence proves the PDF text layer was extracted.")
+        );
+    }
+
+    #[test]
+    fn pdf_without_info_title_uses_first_line() {
+        let doc = ok(fixture!("untitled.pdf"), None);
+        assert_eq!(doc.title.as_deref(), Some("Field Notes on Moss"));
+    }
+
+    #[test]
+    fn broken_pdfs_are_unparsable_not_panics() {
+        for body in [fixture!("truncated.pdf"), fixture!("garbage.pdf")] {
+            let reason = unparsable(body, Some("application/pdf"));
+            assert!(
+                reason.starts_with("the PDF is damaged or truncated"),
+                "{reason}"
+            );
+        }
+        // Every prefix of a valid PDF: some of these used to hit unwraps deep in
+        // the parser; all must come back as a value.
+        let pdf = fixture!("article.pdf");
+        for len in 1..pdf.len() {
+            let _ = extract(&pdf[..len], Some("application/pdf"), URL);
+        }
+    }
+
+    #[test]
+    fn a_panic_inside_the_pdf_crate_becomes_unparsable() {
+        let reason = unparsable(fixture!("panicky.pdf"), None);
+        assert!(
+            reason.starts_with("the PDF is damaged or truncated: the PDF reader crashed"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn encrypted_pdfs() {
+        assert_eq!(
+            unparsable(fixture!("encrypted.pdf"), None),
+            "the PDF is encrypted"
+        );
+        // Only an owner password (print/copy restrictions): readable like in any viewer.
+        let doc = ok(fixture!("owner-locked.pdf"), None);
+        assert!(doc.text.contains("This sentence proves"));
+    }
+
+    #[test]
+    fn empty_body() {
+        assert_eq!(
+            extract(fixture!("empty.bin"), HTML, URL),
+            Err(ExtractError::Empty)
+        );
+        assert_eq!(extract(b"", None, URL), Err(ExtractError::Empty));
+    }
+
+    #[test]
+    fn text_types_are_kept_as_decoded_text() {
+        let json = ok(fixture!("feed.json"), Some("application/json"));
+        assert_eq!(json.kind, DocKind::Text);
+        assert!(json.text.contains("Mill vote passed."));
+        let rss = ok(
+            fixture!("feed.rss"),
+            Some("application/rss+xml; charset=utf-8"),
+        );
+        assert_eq!(rss.kind, DocKind::Text);
+        assert!(
+            rss.text.starts_with("<?xml")
+                && rss.text.contains("<title>The Coastal Courier</title>")
+        );
+        let xml_latin1 = b"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><t>M\xFCller</t>";
+        assert!(
+            ok(xml_latin1, Some("application/xml"))
+                .text
+                .contains("Müller")
+        );
+        assert_eq!(ok(b"# Notes\n", Some("text/markdown")).text, "# Notes\n");
+    }
+
+    #[test]
+    fn binary_types_are_raw() {
+        for ct in [Some("image/png"), None, Some("application/octet-stream")] {
+            let doc = ok(fixture!("pixel.png"), ct);
+            assert_eq!((doc.kind, doc.text.as_str()), (DocKind::Raw, ""));
+        }
+        assert_eq!(
+            ok(b"PK\x03\x04zip", Some("application/zip")).kind,
+            DocKind::Raw
+        );
+        assert_eq!(ok(b"<svg/>", Some("image/svg+xml")).kind, DocKind::Raw);
+    }
+
+    #[test]
+    fn sniffing_when_the_type_is_missing_or_wrong() {
+        assert_eq!(ok(fixture!("news-article.html"), None).kind, DocKind::Html);
+        let octet = Some("application/octet-stream");
+        assert_eq!(ok(fixture!("news-article.html"), octet).kind, DocKind::Html);
+        assert_eq!(ok(fixture!("article.pdf"), octet).kind, DocKind::Pdf);
+        assert_eq!(
+            ok(fixture!("article.pdf"), Some("text/plain")).kind,
+            DocKind::Pdf
+        );
+        // A "PDF" link that answers with a login page.
+        let fake_pdf = extract(fixture!("captcha.html"), Some("application/pdf"), URL);
+        assert!(matches!(fake_pdf, Err(ExtractError::Blocked(_))));
+    }
+
+    #[test]
+    fn truncated_and_odd_inputs_never_panic() {
+        let fixtures: [&[u8]; 7] = [
+            fixture!("news-article.html"),
+            fixture!("scholarly.html"),
+            fixture!("jsonld-article.html"),
+            fixture!("latin1-meta.html"),
+            fixture!("cloudflare.html"),
+            fixture!("feed.rss"),
+            fixture!("encrypted.pdf"),
+        ];
+        for body in fixtures {
+            for cut in (1..body.len()).step_by(97) {
+                let _ = extract(&body[..cut], None, "");
+                let _ = extract(&body[..cut], HTML, "not a url");
+                let _ = extract(&body[..cut], HTML, "http://");
+            }
+        }
+        let _ = extract(b"<html><title>\xFF\xFE</title><meta charset=\"", None, URL);
+    }
+}
