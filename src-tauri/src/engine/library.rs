@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use super::clock::Millis;
+use super::extract::{self, DocKind, Document, ExtractError};
 use super::fetch::Fetched;
+use super::store::rfc3339;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LibraryError {
@@ -15,14 +18,28 @@ pub enum LibraryError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The body is not a usable document: a block page, unparsable, or empty.
+    #[error(transparent)]
+    Content(#[from] ExtractError),
 }
 
 /// What was saved for a done job.
 #[derive(Debug, Clone)]
 pub struct Saved {
+    /// The Markdown document (for binary content: a note pointing at the raw file).
     pub path: PathBuf,
     pub title: Option<String>,
     pub sha256: String,
+    pub kind: DocKind,
+}
+
+/// Where a body came from, for the document's front matter.
+#[derive(Debug, Clone)]
+pub struct Provenance<'a> {
+    pub job_id: i64,
+    pub url: &'a str,
+    pub host: &'a str,
+    pub fetched_at: Millis,
 }
 
 #[derive(Debug, Clone)]
@@ -39,20 +56,74 @@ impl Library {
         &self.root
     }
 
-    /// Save a fetched body for job `job_id`. Blocking I/O: call it off the async runtime.
-    pub fn save(&self, job_id: i64, host: &str, fetched: &Fetched) -> Result<Saved, LibraryError> {
+    /// Extract a fetched body and write it as `<host>/<slug>-<id>.md` with YAML front matter.
+    /// Content that is not text (images, archives) is kept raw beside a short note. Blocking:
+    /// call it off the async runtime.
+    pub fn save(&self, from: &Provenance<'_>, fetched: &Fetched) -> Result<Saved, LibraryError> {
+        let doc = extract::extract(
+            &fetched.body,
+            fetched.content_type.as_deref(),
+            &fetched.final_url,
+        )?;
         let sha256 = hex::encode(Sha256::digest(&fetched.body));
-        let dir = self.root.join(safe_segment(host));
-        let ext = extension_for(fetched.content_type.as_deref());
-        let name = format!("{}-{job_id}.{ext}", slug(&fetched.final_url));
-        let path = dir.join(name);
-        write_atomic(&dir, &path, &fetched.body)?;
+        let dir = self.root.join(safe_segment(from.host));
+        let stem = format!("{}-{}", slug(&fetched.final_url), from.job_id);
+        let path = dir.join(format!("{stem}.md"));
+        let mut body = doc.text.clone();
+        if doc.kind == DocKind::Raw {
+            let raw_name = format!("{stem}.{}", extension_for(fetched.content_type.as_deref()));
+            write_atomic(&dir, &dir.join(&raw_name), &fetched.body)?;
+            body = format!(
+                "Binary content ({}) saved unchanged as `{raw_name}`; no text was extracted.\n",
+                fetched.content_type.as_deref().unwrap_or("unknown type")
+            );
+        }
+        let text = format!("{}\n{}", front_matter(from, fetched, &doc, &sha256), body);
+        write_atomic(&dir, &path, text.as_bytes())?;
         Ok(Saved {
             path,
-            title: title_of(fetched),
+            title: doc.title,
             sha256,
+            kind: doc.kind,
         })
     }
+}
+
+/// YAML front matter. Values are written as JSON strings, which are valid YAML double-quoted
+/// scalars, so no title or URL can break out of its field.
+fn front_matter(from: &Provenance<'_>, fetched: &Fetched, doc: &Document, sha256: &str) -> String {
+    let q = |v: &str| serde_json::to_string(v).unwrap_or_else(|_| "\"\"".to_string());
+    let opt = |v: &Option<String>| v.as_deref().map_or_else(|| "null".to_string(), q);
+    let kind = match doc.kind {
+        DocKind::Html => "html",
+        DocKind::Pdf => "pdf",
+        DocKind::Text => "text",
+        DocKind::Raw => "raw",
+    };
+    let mut out = String::from("---\n");
+    for (key, value) in [
+        ("url", q(from.url)),
+        ("final_url", q(&fetched.final_url)),
+        ("title", opt(&doc.title)),
+        ("byline", opt(&doc.byline)),
+        ("published", opt(&doc.published)),
+        ("language", opt(&doc.language)),
+        ("canonical_url", opt(&doc.canonical_url)),
+        ("description", opt(&doc.description)),
+        ("site_name", opt(&doc.site_name)),
+        ("fetched_at", q(&rfc3339(from.fetched_at))),
+        ("content_type", opt(&fetched.content_type)),
+        ("kind", q(kind)),
+        ("sha256", q(sha256)),
+        ("job_id", from.job_id.to_string()),
+    ] {
+        out.push_str(key);
+        out.push_str(": ");
+        out.push_str(&value);
+        out.push('\n');
+    }
+    out.push_str("---\n");
+    out
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> LibraryError + '_ {
@@ -85,6 +156,15 @@ fn extension_for(content_type: Option<&str>) -> &'static str {
         "text/markdown" => "md",
         "application/json" => "json",
         "application/xml" | "text/xml" | "application/rss+xml" | "application/atom+xml" => "xml",
+        "image/png" => "png",
+        "image/jpeg" => "jpg",
+        "image/gif" => "gif",
+        "image/webp" => "webp",
+        "image/svg+xml" => "svg",
+        "application/zip" => "zip",
+        "application/gzip" => "gz",
+        "video/mp4" => "mp4",
+        "audio/mpeg" => "mp3",
         _ => "bin",
     }
 }
@@ -138,61 +218,106 @@ fn safe_segment(host: &str) -> String {
     }
 }
 
-/// The text of the first `<title>` of an HTML body, with entities for the usual characters
-/// decoded. It is stored as plain text and must only ever be shown as text.
-fn title_of(fetched: &Fetched) -> Option<String> {
-    let ct = fetched
-        .content_type
-        .as_deref()
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    if !ct.contains("html") {
-        return None;
-    }
-    let head = &fetched.body[..fetched.body.len().min(256 * 1024)];
-    let text = String::from_utf8_lossy(head);
-    let lower = text.to_ascii_lowercase();
-    let open = lower.find("<title")?;
-    let start = open + lower[open..].find('>')? + 1;
-    let end = start + lower[start..].find("</title")?;
-    let raw = &text[start..end];
-    let decoded = raw
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&amp;", "&");
-    let title = decoded.split_whitespace().collect::<Vec<_>>().join(" ");
-    (!title.is_empty()).then_some(title)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn from(url: &str) -> Provenance<'_> {
+        Provenance {
+            job_id: 7,
+            url,
+            host: "news.example",
+            fetched_at: 1_700_000_000_000,
+        }
+    }
+
     #[test]
-    fn saves_atomically_under_the_host_with_a_slug() {
+    fn saves_markdown_with_front_matter_atomically() {
         let dir = tempfile::tempdir().expect("tempdir");
         let lib = Library::new(dir.path().join("library"));
         let f = Fetched {
             status: 200,
             final_url: "https://news.example/2024/05/Great_Story.html".into(),
             content_type: Some("text/html; charset=utf-8".into()),
-            body: b"<html><title> A &amp; B </title></html>".to_vec(),
+            body: include_bytes!("../../tests-fixtures/extract/news-article.html").to_vec(),
         };
-        let saved = lib.save(7, "news.example", &f).expect("save");
+        let saved = lib
+            .save(&from("https://news.example/s?utm_source=x"), &f)
+            .expect("save");
         assert_eq!(
             saved.path,
             dir.path()
-                .join("library/news.example/2024-05-great-story-html-7.html")
+                .join("library/news.example/2024-05-great-story-html-7.md")
         );
-        assert_eq!(std::fs::read(&saved.path).expect("read"), f.body);
-        assert_eq!(saved.title.as_deref(), Some("A & B"));
-        assert_eq!(saved.sha256.len(), 64);
+        let text = std::fs::read_to_string(&saved.path).expect("read");
+        assert!(text.starts_with("---\nurl: \"https://news.example/s?utm_source=x\"\nfinal_url: \"https://news.example/2024/05/Great_Story.html\"\n"), "{text}");
+        assert!(
+            text.contains("\nfetched_at: \"2023-11-14T22:13:20.000Z\"\n"),
+            "{text}"
+        );
+        assert!(text.contains("\njob_id: 7\n---\n"), "{text}");
+        assert!(text.contains(&format!("sha256: \"{}\"", saved.sha256)));
+        assert_eq!(saved.kind, DocKind::Html);
         let leftovers = std::fs::read_dir(saved.path.parent().expect("dir"))
             .expect("ls")
             .count();
         assert_eq!(leftovers, 1, "no temp files left behind");
+    }
+
+    #[test]
+    fn a_hostile_title_stays_inside_its_yaml_string() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let lib = Library::new(dir.path());
+        let f = Fetched {
+            status: 200,
+            final_url: "https://x.example/".into(),
+            content_type: Some("text/html".into()),
+            body: include_bytes!("../../tests-fixtures/extract/xss-title.html").to_vec(),
+        };
+        let saved = lib.save(&from("https://x.example/"), &f).expect("save");
+        let text = std::fs::read_to_string(&saved.path).expect("read");
+        let title_line = text
+            .lines()
+            .find(|l| l.starts_with("title: "))
+            .expect("title");
+        let title: String =
+            serde_json::from_str(&title_line["title: ".len()..]).expect("a quoted string");
+        assert_eq!(Some(title), saved.title);
+    }
+
+    #[test]
+    fn binary_bodies_are_kept_raw_with_a_note_and_block_pages_are_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let lib = Library::new(dir.path());
+        let png = Fetched {
+            status: 200,
+            final_url: "https://x.example/pixel.png".into(),
+            content_type: Some("image/png".into()),
+            body: include_bytes!("../../tests-fixtures/extract/pixel.png").to_vec(),
+        };
+        let saved = lib
+            .save(&from("https://x.example/pixel.png"), &png)
+            .expect("save");
+        assert_eq!(saved.kind, DocKind::Raw);
+        let note = std::fs::read_to_string(&saved.path).expect("note");
+        assert!(
+            note.contains("saved unchanged as `pixel-png-7.png`"),
+            "{note}"
+        );
+        assert_eq!(
+            std::fs::read(dir.path().join("news.example/pixel-png-7.png")).expect("raw"),
+            png.body
+        );
+
+        let block = Fetched {
+            content_type: Some("text/html".into()),
+            body: include_bytes!("../../tests-fixtures/extract/cloudflare.html").to_vec(),
+            ..png
+        };
+        assert!(matches!(
+            lib.save(&from("https://x.example/"), &block),
+            Err(LibraryError::Content(ExtractError::Blocked(_)))
+        ));
     }
 
     #[test]

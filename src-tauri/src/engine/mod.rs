@@ -5,10 +5,12 @@
 //! - [`fetch`]: one bounded HTTP GET with reqwest.
 //! - [`intake`]: finding and vetting URLs in free text.
 //! - [`worker`]: the async loop that claims, fetches and commits.
+//! - [`extract`]: readable text and metadata from HTML, PDF and text bodies.
 //! - [`library`]: documents written to disk.
 //! - [`clock`]: the injected notion of "now".
 
 pub mod clock;
+pub mod extract;
 pub mod fetch;
 pub mod intake;
 pub mod library;

@@ -16,6 +16,8 @@ use super::clock::Millis;
 pub enum ErrorClass {
     Transient,
     RateLimited,
+    /// A 200 that was really a block or challenge page.
+    Blocked,
     Fatal,
 }
 
@@ -24,6 +26,7 @@ impl ErrorClass {
         match self {
             ErrorClass::Transient => "transient",
             ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::Blocked => "blocked",
             ErrorClass::Fatal => "fatal",
         }
     }
@@ -32,6 +35,7 @@ impl ErrorClass {
         match s {
             "transient" => Some(Self::Transient),
             "rate_limited" => Some(Self::RateLimited),
+            "blocked" => Some(Self::Blocked),
             "fatal" => Some(Self::Fatal),
             _ => None,
         }
@@ -58,6 +62,8 @@ pub enum FailureKind {
     ServerError,
     // Rate limits: bounded by the job's age, not by a count.
     RateLimited,
+    /// A block or challenge page served with 200: retried on its own small budget.
+    Blocked,
     // Fatal.
     ClientError,
     NoSuchHost,
@@ -82,6 +88,7 @@ impl FailureKind {
                 ErrorClass::Transient
             }
             RateLimited => ErrorClass::RateLimited,
+            Blocked => ErrorClass::Blocked,
             ClientError | NoSuchHost | BadUrl | RedirectLoop | RedirectScheme | Tls | TooLarge
             | Unparsable | BadRedirect => ErrorClass::Fatal,
         }
@@ -92,6 +99,7 @@ impl FailureKind {
         match self {
             FailureKind::ServerError => Budget::Server,
             FailureKind::RateLimited => Budget::RateLimit,
+            FailureKind::Blocked => Budget::Blocked,
             _ => Budget::Network,
         }
     }
@@ -111,6 +119,7 @@ impl FailureKind {
             Unknown => "unrecognised network error",
             ServerError => "server error",
             RateLimited => "rate-limited by the site",
+            Blocked => "the site showed a block page",
             ClientError => "the site refused the request",
             NoSuchHost => "no such host",
             BadUrl => "not a valid web address",
@@ -130,6 +139,7 @@ pub enum Budget {
     Network,
     Server,
     RateLimit,
+    Blocked,
 }
 
 /// A failed attempt, as the fetcher saw it.
@@ -173,6 +183,8 @@ pub struct Policy {
     /// Optional tighter caps per budget; `None` means `max_retries`.
     pub network_retries: Option<u32>,
     pub server_retries: Option<u32>,
+    /// Retries of a page that came back as a block page (CAPTCHA, challenge).
+    pub blocked_retries: u32,
     /// Rate-limit waits do not spend retries; they end when the job is this old.
     #[serde(with = "millis")]
     pub max_job_age: Duration,
@@ -194,6 +206,7 @@ impl Default for Policy {
             max_retries: 5,
             network_retries: None,
             server_retries: None,
+            blocked_retries: 2,
             max_job_age: Duration::from_secs(24 * 3600),
             concurrency: 4,
             per_host: 2,
@@ -229,6 +242,7 @@ impl Policy {
             Budget::Network => self.network_retries.unwrap_or(max_retries).min(max_retries),
             Budget::Server => self.server_retries.unwrap_or(max_retries).min(max_retries),
             Budget::RateLimit => u32::MAX,
+            Budget::Blocked => self.blocked_retries,
         }
     }
 }
@@ -242,6 +256,7 @@ pub struct Counters {
     pub net_failures: u32,
     pub server_failures: u32,
     pub rate_limits: u32,
+    pub blocked_failures: u32,
     /// When the current budget started: creation, or the last manual retry.
     pub budget_started_at: Millis,
 }
@@ -273,6 +288,23 @@ pub fn decide(
         ErrorClass::Fatal => Decision::Dead {
             reason: format!("{} (fatal)", failure.message),
         },
+        ErrorClass::Blocked => {
+            let n = c.blocked_failures + 1;
+            if n > policy.blocked_retries {
+                return Decision::Dead {
+                    reason: format!(
+                        "{} (blocked); still blocked after {} tries",
+                        failure.message,
+                        c.blocked_failures + 1
+                    ),
+                };
+            }
+            Decision::Retry {
+                delay: policy.delay(n, unit),
+                retry: Some((n, policy.blocked_retries)),
+                pause_host: None,
+            }
+        }
         ErrorClass::Transient => {
             let spent = c.net_failures + c.server_failures;
             let n = spent + 1;
@@ -528,6 +560,7 @@ mod tests {
             net_failures: net,
             server_failures: server,
             rate_limits: rate,
+            blocked_failures: 0,
             budget_started_at: 0,
         }
     }

@@ -45,6 +45,7 @@ pub fn migrations() -> Migrations<'static> {
             "../../migrations/0002_notifications_and_host_politeness.sql"
         )),
         M::up(include_str!("../../migrations/0003_fair_batches.sql")),
+        M::up(include_str!("../../migrations/0004_blocked_pages.sql")),
     ])
 }
 
@@ -286,7 +287,7 @@ const SERVED_SQL: &str = "UPDATE batches SET served_seq = 1 + coalesce( \
 const JOB_COLUMNS: &str = "j.id, j.url, j.final_url, j.host, j.status, j.attempts, j.max_retries, \
      j.run_at, j.error_class, j.error, j.http_status, j.title, j.document, j.content_type, \
      j.batch_id, b.name, j.created_at, j.updated_at, j.finished_at, j.net_failures, \
-     j.server_failures, j.rate_limits, j.budget_started_at";
+     j.server_failures, j.rate_limits, j.budget_started_at, j.blocked_failures";
 
 fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
     let status_text: String = row.get(4)?;
@@ -325,6 +326,7 @@ fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
             net_failures: net,
             server_failures: server,
             rate_limits: rate,
+            blocked_failures: row.get(23)?,
             budget_started_at: row.get(22)?,
         },
     })
@@ -598,7 +600,7 @@ impl Store {
             ))?;
             let running = stmt
                 .query_map([], |r| {
-                    Ok((job_from_row(r)?, r.get::<_, Option<String>>(23)?, r.get::<_, Option<Millis>>(24)?))
+                    Ok((job_from_row(r)?, r.get::<_, Option<String>>(24)?, r.get::<_, Option<Millis>>(25)?))
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             drop(stmt);
@@ -1000,7 +1002,7 @@ fn kind_str(kind: FailureKind) -> String {
 fn revive(tx: &Transaction<'_>, id: i64, max_retries: u32, now: Millis) -> Result<()> {
     tx.execute(
         "UPDATE jobs SET status = 'pending', run_at = ?2, max_retries = ?3, net_failures = 0, \
-             server_failures = 0, rate_limits = 0, budget_started_at = ?2, updated_at = ?2, \
+             server_failures = 0, rate_limits = 0, blocked_failures = 0, budget_started_at = ?2, updated_at = ?2, \
              finished_at = NULL, dead_notified = 0, lease_owner = NULL, lease_until = NULL \
          WHERE id = ?1",
         params![id, now, max_retries],
@@ -1057,11 +1059,12 @@ fn apply_failure(
         ..job.counters
     };
     let decision = policy::decide(policy, &counters, failure, now, unit);
-    let (net, server, rate) = match failure.kind.budget() {
-        _ if failure.class() == ErrorClass::Fatal => (0, 0, 0),
-        policy::Budget::Network => (1, 0, 0),
-        policy::Budget::Server => (0, 1, 0),
-        policy::Budget::RateLimit => (0, 0, 1),
+    let (net, server, rate, blocked) = match failure.kind.budget() {
+        _ if failure.class() == ErrorClass::Fatal => (0, 0, 0, 0),
+        policy::Budget::Network => (1, 0, 0, 0),
+        policy::Budget::Server => (0, 1, 0, 0),
+        policy::Budget::RateLimit => (0, 0, 1, 0),
+        policy::Budget::Blocked => (0, 0, 0, 1),
     };
     let (status, run_at, delay_ms, finished_at, error) = match &decision {
         Decision::Retry { delay, .. } => {
@@ -1074,7 +1077,8 @@ fn apply_failure(
         "UPDATE jobs SET status = ?2, run_at = ?3, net_failures = net_failures + ?4, \
              server_failures = server_failures + ?5, rate_limits = rate_limits + ?6, \
              error_class = ?7, error = ?8, http_status = ?9, lease_owner = NULL, lease_until = NULL, \
-             updated_at = ?10, finished_at = ?11, max_retries = ?12 \
+             updated_at = ?10, finished_at = ?11, max_retries = ?12, \
+             blocked_failures = blocked_failures + ?13 \
          WHERE id = ?1",
         params![
             job.id,
@@ -1088,7 +1092,8 @@ fn apply_failure(
             failure.http_status,
             now,
             finished_at,
-            policy.max_retries
+            policy.max_retries,
+            blocked
         ],
     )?;
     if let Some(attempt_id) = attempt_id {
@@ -1195,7 +1200,7 @@ mod tests {
         let v: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .expect("version");
-        assert_eq!(v, 3);
+        assert_eq!(v, 4);
         let (url, notified): (String, i64) = conn
             .query_row("SELECT url, dead_notified FROM jobs", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))

@@ -16,8 +16,9 @@ use tokio::sync::{Notify, broadcast, watch};
 use tokio::task::JoinSet;
 
 use super::clock::{Millis, SharedClock};
+use super::extract::ExtractError;
 use super::fetch::{Fetcher, Limits};
-use super::library::Library;
+use super::library::{Library, LibraryError, Provenance};
 use super::policy::{self, Decision, Failure, FailureKind, Policy};
 use super::store::{Claimed, Failed, Job, Status, Store, StoreError};
 
@@ -275,10 +276,18 @@ impl Worker {
         let outcome = match result {
             Ok(fetched) => {
                 let library = self.library.clone();
-                let (id, host) = (claimed.job_id, claimed.host.clone());
-                // Hashing and writing can take a while for big bodies: keep them off the runtime.
+                let (id, host, url) = (claimed.job_id, claimed.host.clone(), claimed.url.clone());
+                let fetched_at = self.clock.now_ms();
+                // Extraction, hashing and writing can take a while for big bodies: keep them
+                // off the async runtime so other fetches keep flowing.
                 let saved = tokio::task::spawn_blocking(move || {
-                    library.save(id, &host, &fetched).map(|s| (s, fetched))
+                    let from = Provenance {
+                        job_id: id,
+                        url: &url,
+                        host: &host,
+                        fetched_at,
+                    };
+                    library.save(&from, &fetched).map(|s| (s, fetched))
                 })
                 .await?;
                 match saved {
@@ -321,12 +330,19 @@ impl Worker {
                         }
                     }
                     Err(e) => {
-                        self.record_failure(
-                            &claimed,
-                            Failure::new(FailureKind::Local, e.to_string()),
-                            &policy,
-                        )
-                        .await?
+                        let failure = match e {
+                            LibraryError::Content(ExtractError::Blocked(why)) => Failure::new(
+                                FailureKind::Blocked,
+                                format!("200 OK but a block page ({why})"),
+                            ),
+                            LibraryError::Content(c) => {
+                                Failure::new(FailureKind::Unparsable, c.to_string())
+                            }
+                            io @ LibraryError::Io { .. } => {
+                                Failure::new(FailureKind::Local, io.to_string())
+                            }
+                        };
+                        self.record_failure(&claimed, failure, &policy).await?
                     }
                 }
             }
@@ -383,7 +399,8 @@ impl Worker {
             )
         };
         match (&failed.decision, job.status) {
-            (Decision::Retry { .. }, Status::Pending) => {
+            (Decision::Retry { retry, .. }, Status::Pending) => {
+                let blocked_budget = retry.map_or(0, |(_, of)| of);
                 let wait = Duration::from_millis((job.run_at - now).max(0) as u64);
                 let when = if wait.is_zero() {
                     "Will retry now".to_string()
@@ -400,12 +417,13 @@ impl Worker {
                         job.max_retries
                     );
                 } else {
-                    tracing::warn!(
-                        job = job.id,
-                        "{what}. {when} (retry {} of {}).",
-                        c.net_failures + c.server_failures,
-                        job.max_retries
-                    );
+                    // The counters as committed: block pages have a budget of their own.
+                    let (n, of) = if failed.failure.class() == policy::ErrorClass::Blocked {
+                        (c.blocked_failures, blocked_budget)
+                    } else {
+                        (c.net_failures + c.server_failures, job.max_retries)
+                    };
+                    tracing::warn!(job = job.id, "{what}. {when} (retry {n} of {of}).");
                 }
             }
             _ => {
