@@ -83,6 +83,18 @@ pub enum Command {
         /// Name for this batch [default: "cli <time>"].
         #[arg(long, value_name = "NAME")]
         batch: Option<String>,
+        /// Fetch URLs again that were already done, dead or cancelled.
+        #[arg(long)]
+        refetch: bool,
+    },
+    /// Write the library for downstream tools: one JSON object per document (metadata and text).
+    Export {
+        /// Output format; jsonl is the one there is.
+        #[arg(long, default_value = "jsonl", value_parser = ["jsonl"])]
+        format: String,
+        /// Write here instead of standard output.
+        #[arg(long, value_name = "F")]
+        output: Option<PathBuf>,
     },
     /// Run the worker without a window.
     Run {
@@ -287,7 +299,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let policy = cli.policy.apply(store.load_policy()?);
     let now = SystemClock.now_ms();
     match command {
-        Command::Add { urls, file, batch } => add(&store, &policy, urls, file, batch, now),
+        Command::Add {
+            urls,
+            file,
+            batch,
+            refetch,
+        } => add(&store, &policy, urls, file, batch, refetch, now),
+        Command::Export { format: _, output } => export(&store, output),
         Command::Run { until_idle } => run_worker(store, &data_dir, policy, until_idle),
         Command::Stats { json } => stats(&store, json, now),
         Command::Jobs { command } => jobs(&store, &policy, command, now),
@@ -315,6 +333,7 @@ fn add(
     urls: Vec<String>,
     file: Option<String>,
     batch: Option<String>,
+    refetch: bool,
     now: i64,
 ) -> anyhow::Result<ExitCode> {
     let mut found = intake::scan_args(&urls);
@@ -351,7 +370,19 @@ fn add(
             Found::Url { .. } => match results.next() {
                 Some(Enqueued::Queued { id, url }) => println!("queued {id} {url}"),
                 Some(Enqueued::Duplicate { id, url, status }) => {
-                    println!("duplicate {id} {url} ({})", status.as_str())
+                    let finished =
+                        matches!(status, Status::Done | Status::Dead | Status::Cancelled);
+                    if refetch && finished {
+                        store.retry(&[id], policy.max_retries, now)?;
+                        println!("refetch {id} {url} (was {})", status.as_str());
+                    } else if finished {
+                        println!(
+                            "duplicate {id} {url} ({}; add --refetch to fetch it again)",
+                            status.as_str()
+                        );
+                    } else {
+                        println!("duplicate {id} {url} ({})", status.as_str());
+                    }
                 }
                 None => {}
             },
@@ -425,6 +456,56 @@ async fn shutdown_signal() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
+}
+
+fn export(store: &Store, output: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    use std::io::Write;
+    let mut out: Box<dyn Write> = match &output {
+        Some(path) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    let mut written = 0;
+    let mut before_id = None;
+    loop {
+        let page = store.list_jobs(&JobFilter {
+            status: Some(Status::Done),
+            before_id,
+            limit: Some(500),
+            ..JobFilter::default()
+        })?;
+        let Some(last) = page.last() else { break };
+        before_id = Some(last.id);
+        for job in &page {
+            let Some(path) = &job.document else { continue };
+            let text = match std::fs::read_to_string(path) {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::warn!(job = job.id, "skipping {path}: {e}");
+                    continue;
+                }
+            };
+            let Some((mut meta, body)) = crate::engine::library::read_document(&text) else {
+                tracing::warn!(job = job.id, "skipping {path}: no front matter");
+                continue;
+            };
+            meta.insert("document".into(), path.clone().into());
+            meta.insert("text".into(), body.into());
+            serde_json::to_writer(&mut out, &meta)?;
+            out.write_all(b"\n")?;
+            written += 1;
+        }
+    }
+    out.flush()?;
+    if output.is_some() {
+        eprintln!(
+            "exported {written} document{}",
+            if written == 1 { "" } else { "s" }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn hosts(store: &Store, command: HostsCommand, now: i64) -> anyhow::Result<ExitCode> {

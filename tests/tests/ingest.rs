@@ -95,3 +95,65 @@ fn pages_pdfs_block_pages_and_empty_bodies() {
             .contains("empty")
     );
 }
+
+#[test]
+fn export_writes_one_json_object_per_document_and_refetch_keeps_versions() {
+    let server = FaultServer::start();
+    let sb = Sandbox::new();
+    server.script(
+        "/v",
+        vec![
+            respond("text/plain", b"first version"),
+            respond("text/plain", b"second version"),
+        ],
+    );
+    let url = server.url("/v");
+    assert!(
+        sb.run(&["add", &url, &server.url("/ok/two")])
+            .status
+            .success()
+    );
+    assert!(sb.run(&["run", "--until-idle"]).status.success());
+
+    let again = sb.run(&["add", &url]);
+    assert_eq!(
+        gleaner_tests::stdout(&again),
+        format!("duplicate 1 {url} (done; add --refetch to fetch it again)\n")
+    );
+    let again = sb.run(&["add", "--refetch", &url]);
+    assert_eq!(
+        gleaner_tests::stdout(&again),
+        format!("refetch 1 {url} (was done)\n")
+    );
+    assert!(sb.run(&["run", "--until-idle"]).status.success());
+    let files: Vec<_> = std::fs::read_dir(sb.path().join("library/127.0.0.1"))
+        .expect("ls")
+        .collect();
+    assert_eq!(files.len(), 3, "both versions of /v are kept, plus /ok/two");
+
+    let out = sb.run(&["export", "--format", "jsonl"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<serde_json::Value> = gleaner_tests::stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(lines.len(), 2);
+    let v = lines
+        .iter()
+        .find(|o| o["url"] == url.as_str())
+        .expect("the /v document");
+    assert_eq!(v["text"], "second version");
+    assert_eq!(v["job_id"], 1);
+    assert_eq!(v["content_type"], "text/plain");
+    let two = lines
+        .iter()
+        .find(|o| o["job_id"] == 2)
+        .expect("the /ok/two document");
+    assert_eq!(two["title"], "OK two");
+    assert!(
+        two["text"]
+            .as_str()
+            .expect("text")
+            .contains("Hello from two")
+    );
+}

@@ -67,7 +67,14 @@ impl Library {
         )?;
         let sha256 = hex::encode(Sha256::digest(&fetched.body));
         let dir = self.root.join(safe_segment(from.host));
-        let stem = format!("{}-{}", slug(&fetched.final_url), from.job_id);
+        // The content hash in the name keeps every version a re-fetch brings: a changed page
+        // gets a new file, an unchanged one rewrites its own.
+        let stem = format!(
+            "{}-{}-{}",
+            slug(&fetched.final_url),
+            from.job_id,
+            &sha256[..8]
+        );
         let path = dir.join(format!("{stem}.md"));
         let mut body = doc.text.clone();
         if doc.kind == DocKind::Raw {
@@ -87,6 +94,18 @@ impl Library {
             kind: doc.kind,
         })
     }
+}
+
+/// Split a document written by [`Library::save`] into its front matter (as JSON) and its text.
+pub fn read_document(text: &str) -> Option<(serde_json::Map<String, serde_json::Value>, &str)> {
+    let rest = text.strip_prefix("---\n")?;
+    let end = rest.find("\n---\n")?;
+    let mut meta = serde_json::Map::new();
+    for line in rest[..end].lines() {
+        let (key, value) = line.split_once(": ")?;
+        meta.insert(key.to_string(), serde_json::from_str(value).ok()?);
+    }
+    Some((meta, rest[end + "\n---\n".len()..].trim_start_matches('\n')))
 }
 
 /// YAML front matter. Values are written as JSON strings, which are valid YAML double-quoted
@@ -246,8 +265,10 @@ mod tests {
             .expect("save");
         assert_eq!(
             saved.path,
-            dir.path()
-                .join("library/news.example/2024-05-great-story-html-7.md")
+            dir.path().join("library/news.example").join(format!(
+                "2024-05-great-story-html-7-{}.md",
+                &saved.sha256[..8]
+            ))
         );
         let text = std::fs::read_to_string(&saved.path).expect("read");
         assert!(text.starts_with("---\nurl: \"https://news.example/s?utm_source=x\"\nfinal_url: \"https://news.example/2024/05/Great_Story.html\"\n"), "{text}");
@@ -262,6 +283,25 @@ mod tests {
             .expect("ls")
             .count();
         assert_eq!(leftovers, 1, "no temp files left behind");
+    }
+
+    #[test]
+    fn documents_read_back_into_metadata_and_text() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let lib = Library::new(dir.path());
+        let f = Fetched {
+            status: 200,
+            final_url: "https://x.example/a".into(),
+            content_type: Some("text/plain".into()),
+            body: b"Hello: world\n---\nstill text".to_vec(),
+        };
+        let saved = lib.save(&from("https://x.example/a"), &f).expect("save");
+        let text = std::fs::read_to_string(&saved.path).expect("read");
+        let (meta, body) = read_document(&text).expect("parse");
+        assert_eq!(meta["url"], "https://x.example/a");
+        assert_eq!(meta["job_id"], 7);
+        assert_eq!(meta["title"], serde_json::Value::Null);
+        assert_eq!(body, "Hello: world\n---\nstill text");
     }
 
     #[test]
@@ -301,11 +341,18 @@ mod tests {
         assert_eq!(saved.kind, DocKind::Raw);
         let note = std::fs::read_to_string(&saved.path).expect("note");
         assert!(
-            note.contains("saved unchanged as `pixel-png-7.png`"),
+            note.contains(&format!(
+                "saved unchanged as `pixel-png-7-{}.png`",
+                &saved.sha256[..8]
+            )),
             "{note}"
         );
         assert_eq!(
-            std::fs::read(dir.path().join("news.example/pixel-png-7.png")).expect("raw"),
+            std::fs::read(dir.path().join(format!(
+                "news.example/pixel-png-7-{}.png",
+                &saved.sha256[..8]
+            )))
+            .expect("raw"),
             png.body
         );
 

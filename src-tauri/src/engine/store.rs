@@ -748,7 +748,9 @@ impl Store {
                     continue;
                 };
                 match status {
-                    Status::Dead | Status::Cancelled => {
+                    // Dead or cancelled: a fresh budget. Done: a re-fetch (a changed page is
+                    // kept as a new version beside the old one).
+                    Status::Dead | Status::Cancelled | Status::Done => {
                         revive(tx, id, max_retries, now)?;
                         out.push(ActionResult::Done { id });
                     }
