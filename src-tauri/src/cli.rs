@@ -575,6 +575,15 @@ fn stats(store: &Store, json: bool, now: i64) -> anyhow::Result<ExitCode> {
     if s.queue_paused {
         println!("the queue is paused: `gleaner resume` starts it again");
     }
+    for h in &s.throttled_hosts {
+        if let Some(limit) = h.concurrency_limit {
+            println!(
+                "host {} throttled to {limit} connection{} after a rate limit",
+                h.host,
+                if limit == 1 { "" } else { "s" }
+            );
+        }
+    }
     if let Some(t) = s.next_retry_at {
         println!(
             "next retry in {}",

@@ -216,6 +216,8 @@ pub struct Stats {
     pub paused_hosts: Vec<PausedHost>,
     /// The whole queue is paused: no job starts in any process.
     pub queue_paused: bool,
+    /// Hosts held below the per-host limit after a rate limit (adaptive politeness).
+    pub throttled_hosts: Vec<HostState>,
 }
 
 /// A host's scheduling state, for `gleaner hosts` and the UI.
@@ -872,6 +874,12 @@ impl Store {
             .collect::<rusqlite::Result<Vec<_>>>()?;
         drop(stmt);
         stats.queue_paused = queue_paused(&conn)?;
+        drop(conn);
+        stats.throttled_hosts = self
+            .hosts(now)?
+            .into_iter()
+            .filter(|h| h.concurrency_limit.is_some())
+            .collect();
         Ok(stats)
     }
 
@@ -1418,6 +1426,8 @@ mod tests {
             .expect("held");
         let after = 31_000;
         assert_eq!(s.hosts(after).expect("hosts")[0].concurrency_limit, Some(1));
+        let stats = s.stats(after).expect("stats");
+        assert_eq!(stats.throttled_hosts.len(), 1, "visible in stats");
         let one = s.claim("w", after, lease, 2).expect("claim").expect("one");
         assert!(
             s.claim("w", after, lease, 2).expect("claim").is_none(),
