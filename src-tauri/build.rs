@@ -5,7 +5,7 @@
 fn main() {
     tauri_build::try_build(
         tauri_build::Attributes::new()
-            .app_manifest(tauri_build::AppManifest::new().commands(&["stats"])),
+            .app_manifest(tauri_build::AppManifest::new().commands(&["stats", "add_urls"])),
     )
     .expect("tauri-build failed: check tauri.conf.json and capabilities/*.json");
 }

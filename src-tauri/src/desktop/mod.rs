@@ -14,8 +14,9 @@ use anyhow::Context as _;
 use tauri::{Emitter as _, Manager as _, Runtime};
 
 use crate::engine::clock::{Clock as _, SystemClock};
+use crate::engine::intake::{self, Found};
 use crate::engine::library::Library;
-use crate::engine::store::{Stats, Store, db_path};
+use crate::engine::store::{Enqueued, Stats, Store, db_path, rfc3339};
 use crate::engine::worker::{RunMode, Worker};
 
 /// Label of the one window declared in `tauri.conf.json`.
@@ -40,6 +41,63 @@ fn stats(state: tauri::State<'_, DesktopState>) -> Result<Stats, String> {
         .store
         .stats(SystemClock.now_ms())
         .map_err(|e| format!("Could not read the queue: {e}"))
+}
+
+/// What one paste or drop did, line by line, for the summary under the box.
+#[derive(Debug, Default, serde::Serialize)]
+struct AddSummary {
+    queued: Vec<String>,
+    duplicates: Vec<String>,
+    rejected: Vec<Rejected>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct Rejected {
+    input: String,
+    reason: String,
+}
+
+/// Queue the URLs found in pasted or dropped text as one batch.
+#[tauri::command]
+fn add_urls(
+    text: String,
+    source: String,
+    state: tauri::State<'_, DesktopState>,
+) -> Result<AddSummary, String> {
+    let source = if source == "drop" { "drop" } else { "paste" };
+    let now = SystemClock.now_ms();
+    let found = intake::scan_text(&text);
+    let jobs: Vec<_> = found.iter().filter_map(Found::as_new_job).collect();
+    let mut summary = AddSummary::default();
+    for f in &found {
+        if let Found::Rejected { input, reason } = f {
+            summary.rejected.push(Rejected {
+                input: input.clone(),
+                reason: reason.clone(),
+            });
+        }
+    }
+    if jobs.is_empty() {
+        return Ok(summary);
+    }
+    let fail = |e: crate::engine::store::StoreError| format!("Could not add to the queue: {e}");
+    let batch = state
+        .store
+        .create_batch(&format!("{source} {}", rfc3339(now)), source, now)
+        .map_err(fail)?;
+    let policy = state.worker.policy();
+    for r in state
+        .store
+        .enqueue(Some(batch), &jobs, policy.max_retries, now)
+        .map_err(fail)?
+    {
+        match r {
+            Enqueued::Queued { url, .. } => summary.queued.push(url),
+            Enqueued::Duplicate { url, .. } => summary.duplicates.push(url),
+        }
+    }
+    state.worker.wake();
+    Ok(summary)
 }
 
 /// Opens the desktop window over the queue in `data_dir` and blocks until it is closed.
@@ -91,7 +149,7 @@ pub fn build_app<R: Runtime>(
             start_engine(app.handle());
             Ok(())
         })
-        .invoke_handler(tauri::generate_handler![stats])
+        .invoke_handler(tauri::generate_handler![stats, add_urls])
         .build(tauri::generate_context!())
         .context("could not build the desktop window")
 }

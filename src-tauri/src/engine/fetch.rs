@@ -160,6 +160,15 @@ fn failure_from_reqwest(err: &reqwest::Error, limits: Limits) -> Failure {
             format!("timed out after {}", policy::human_duration(limits.timeout))
         }
         FailureKind::ConnectRefused => "connection refused".to_string(),
+        FailureKind::NoSuchHost => format!(
+            "no such host: {} (the name does not resolve)",
+            err.url().and_then(|u| u.host_str()).unwrap_or("?")
+        ),
+        FailureKind::DnsTemporary => format!(
+            "name lookup for {} failed for now (offline?)",
+            err.url().and_then(|u| u.host_str()).unwrap_or("?")
+        ),
+        FailureKind::ClosedBeforeResponse => "connection closed before a response".to_string(),
         FailureKind::DroppedMidBody => {
             format!("connection dropped mid-body ({})", policy::error_chain(err))
         }
