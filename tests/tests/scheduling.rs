@@ -38,23 +38,37 @@ fn worker(store: Arc<Store>, dir: &std::path::Path, policy: Policy) -> Arc<Worke
     .expect("worker")
 }
 
+/// Start a worker's `--until-idle` loop in the background.
+fn spawn_until_idle(
+    w: &Arc<Worker>,
+) -> tokio::task::JoinHandle<
+    Result<gleaner::engine::worker::RunSummary, gleaner::engine::worker::WorkerError>,
+> {
+    let w = w.clone();
+    tokio::spawn(async move {
+        let (_stop, rx) = tokio::sync::watch::channel(false);
+        w.run(RunMode::UntilIdle, rx).await
+    })
+}
+
+/// Wait for a background loop to finish, within `secs`.
+async fn finish(
+    run: tokio::task::JoinHandle<
+        Result<gleaner::engine::worker::RunSummary, gleaner::engine::worker::WorkerError>,
+    >,
+    secs: u64,
+) {
+    tokio::time::timeout(Duration::from_secs(secs), run)
+        .await
+        .expect("drained in time")
+        .expect("join")
+        .expect("run");
+}
+
 async fn drain(workers: &[Arc<Worker>]) {
-    let runs: Vec<_> = workers
-        .iter()
-        .map(|w| {
-            let w = w.clone();
-            tokio::spawn(async move {
-                let (_stop, rx) = tokio::sync::watch::channel(false);
-                w.run(RunMode::UntilIdle, rx).await
-            })
-        })
-        .collect();
+    let runs: Vec<_> = workers.iter().map(spawn_until_idle).collect();
     for r in runs {
-        tokio::time::timeout(Duration::from_secs(60), r)
-            .await
-            .expect("drained in time")
-            .expect("join")
-            .expect("run");
+        finish(r, 60).await;
     }
 }
 
@@ -118,13 +132,7 @@ async fn at_most_per_host_connections_while_other_hosts_proceed() {
         },
     );
     let started = Instant::now();
-    let run = {
-        let w = w.clone();
-        tokio::spawn(async move {
-            let (_stop, rx) = tokio::sync::watch::channel(false);
-            w.run(RunMode::UntilIdle, rx).await
-        })
-    };
+    let run = spawn_until_idle(&w);
     // The other host's jobs finish while the slow host still has most of its 40 to go.
     while other.completions_prefix("/ok/") < 10 {
         assert!(
@@ -137,11 +145,7 @@ async fn at_most_per_host_connections_while_other_hosts_proceed() {
         slow.completions_prefix("/hold/") < 20,
         "other host waited behind the slow one"
     );
-    tokio::time::timeout(Duration::from_secs(60), run)
-        .await
-        .expect("drained")
-        .expect("join")
-        .expect("run");
+    finish(run, 60).await;
     assert_eq!(slow.completions_prefix("/hold/"), 40);
     assert_eq!(
         slow.max_concurrent(),
@@ -222,13 +226,7 @@ async fn a_small_batch_is_not_stuck_behind_a_big_one() {
             ..Policy::default()
         },
     );
-    let run = {
-        let w = w.clone();
-        tokio::spawn(async move {
-            let (_stop, rx) = tokio::sync::watch::channel(false);
-            w.run(RunMode::UntilIdle, rx).await
-        })
-    };
+    let run = spawn_until_idle(&w);
     let deadline = Instant::now() + Duration::from_secs(30);
     while server.completions_prefix("/ok/b") < 5 {
         assert!(Instant::now() < deadline, "the small batch never finished");
@@ -239,10 +237,6 @@ async fn a_small_batch_is_not_stuck_behind_a_big_one() {
         big_done_when_small_finished < 50,
         "the big batch had {big_done_when_small_finished} jobs done before the small one finished"
     );
-    tokio::time::timeout(Duration::from_secs(120), run)
-        .await
-        .expect("drained")
-        .expect("join")
-        .expect("run");
+    finish(run, 120).await;
     assert_eq!(server.completions_prefix("/ok/a"), 1000);
 }
