@@ -168,6 +168,8 @@ fn start_engine<R: Runtime>(app: &tauri::AppHandle<R>) {
             tracing::warn!(error = %e, "cannot watch the database; CLI changes show up within 30 s")
         }
     }
+    // Deaths committed while the window was closed (a CLI run, a crash) are announced now.
+    announce_deaths(app);
     let mut events = worker.subscribe();
     let handle = app.clone();
     tauri::async_runtime::spawn(async move {
@@ -182,6 +184,7 @@ fn start_engine<R: Runtime>(app: &tauri::AppHandle<R>) {
             if let Err(e) = handle.emit("jobs-changed", ()) {
                 tracing::warn!(error = %e, "cannot notify the window of job changes");
             }
+            announce_deaths(&handle);
         }
     });
     tauri::async_runtime::spawn(async move {
@@ -192,6 +195,46 @@ fn start_engine<R: Runtime>(app: &tauri::AppHandle<R>) {
             tracing::error!(error = %e, "the worker stopped");
         }
     });
+}
+
+/// Raise one OS notification for the deaths committed since the last one: a single job by
+/// name, a burst as a summary ("3 jobs died: 2× 404 Not Found, 1× timed out").
+fn announce_deaths<R: Runtime>(app: &tauri::AppHandle<R>) {
+    use tauri_plugin_notification::NotificationExt as _;
+    let state = app.state::<DesktopState>();
+    let dead = match state.store.take_unannounced_deaths(1000) {
+        Ok(d) if !d.is_empty() => d,
+        Ok(_) => return,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read dead jobs to announce");
+            return;
+        }
+    };
+    let reason = |j: &crate::engine::store::Job| {
+        let e = j.error.as_deref().unwrap_or("failed");
+        e.split(" (").next().unwrap_or(e).to_string()
+    };
+    let (title, body) = if let [job] = dead.as_slice() {
+        (
+            "A page could not be fetched".to_string(),
+            format!("{}\n{}", job.url, reason(job)),
+        )
+    } else {
+        let mut counts: Vec<(String, usize)> = Vec::new();
+        for j in &dead {
+            let r = reason(j);
+            match counts.iter_mut().find(|(k, _)| *k == r) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((r, 1)),
+            }
+        }
+        counts.sort_by(|a, b| b.1.cmp(&a.1));
+        let parts: Vec<String> = counts.iter().map(|(r, n)| format!("{n}× {r}")).collect();
+        (format!("{} jobs died", dead.len()), parts.join(", "))
+    };
+    if let Err(e) = app.notification().builder().title(title).body(body).show() {
+        tracing::warn!(error = %e, "cannot show a notification");
+    }
 }
 
 /// Brings the existing main window to the front (on a second launch).

@@ -883,6 +883,27 @@ impl Store {
         Ok(stats)
     }
 
+    /// Dead jobs not yet announced, marked announced in the same transaction, so each death is
+    /// announced at most once even across restarts and several windows.
+    pub fn take_unannounced_deaths(&self, limit: u32) -> Result<Vec<Job>> {
+        self.write(|tx| {
+            let ids: Vec<i64> = tx
+                .prepare_cached(
+                    "SELECT id FROM jobs WHERE status = 'dead' AND dead_notified = 0 ORDER BY id LIMIT ?1",
+                )?
+                .query_map([limit], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut out = Vec::with_capacity(ids.len());
+            for id in ids {
+                tx.execute("UPDATE jobs SET dead_notified = 1 WHERE id = ?1", [id])?;
+                if let Some(job) = load_job(tx, id)? {
+                    out.push(job);
+                }
+            }
+            Ok(out)
+        })
+    }
+
     /// Pause one host until resumed: no job for it starts, in any process.
     pub fn pause_host(&self, host: &str, now: Millis) -> Result<()> {
         let host = host.trim().to_ascii_lowercase();
@@ -1513,6 +1534,44 @@ mod tests {
                 .job_id,
             5
         );
+    }
+
+    #[test]
+    fn each_death_is_announced_once() {
+        let s = Store::open_in_memory().expect("store");
+        s.enqueue(
+            None,
+            &[job("http://a.example/1"), job("http://a.example/2")],
+            5,
+            0,
+        )
+        .expect("enqueue");
+        let policy = Policy::default();
+        let f = Failure::new(FailureKind::ClientError, "404 Not Found");
+        let c = s
+            .claim("w", 0, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("job");
+        s.fail(&c, &f, &policy, 1, 0.0)
+            .expect("fail")
+            .expect("held");
+        let first = s.take_unannounced_deaths(10).expect("take");
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].error.as_deref(), Some("404 Not Found (fatal)"));
+        assert!(
+            s.take_unannounced_deaths(10).expect("take").is_empty(),
+            "announced once"
+        );
+        // A manual retry that dies again is a new death.
+        s.retry(&[c.job_id], 5, 2).expect("retry");
+        let c = s
+            .claim("w", 2, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("job");
+        s.fail(&c, &f, &policy, 3, 0.0)
+            .expect("fail")
+            .expect("held");
+        assert_eq!(s.take_unannounced_deaths(10).expect("take").len(), 1);
     }
 
     #[test]
