@@ -228,7 +228,7 @@ fn announce_deaths<R: Runtime>(app: &tauri::AppHandle<R>) {
                 None => counts.push((r, 1)),
             }
         }
-        counts.sort_by(|a, b| b.1.cmp(&a.1));
+        counts.sort_by_key(|c| std::cmp::Reverse(c.1));
         let parts: Vec<String> = counts.iter().map(|(r, n)| format!("{n}× {r}")).collect();
         (format!("{} jobs died", dead.len()), parts.join(", "))
     };
