@@ -524,10 +524,7 @@ fn hosts(store: &Store, command: HostsCommand, now: i64) -> anyhow::Result<ExitC
                 if h.manual_pause {
                     state.push("paused until resumed".to_string());
                 } else if let Some(t) = h.paused_until {
-                    state.push(format!(
-                        "paused for {}",
-                        policy::human_duration(Duration::from_millis((t - now).max(0) as u64))
-                    ));
+                    state.push(format!("paused for {}", wait_until(t, now)));
                 }
                 if let Some(limit) = h.concurrency_limit {
                     state.push(format!(
@@ -585,18 +582,12 @@ fn stats(store: &Store, json: bool, now: i64) -> anyhow::Result<ExitCode> {
         }
     }
     if let Some(t) = s.next_retry_at {
-        println!(
-            "next retry in {}",
-            policy::human_duration(Duration::from_millis((t - now).max(0) as u64))
-        );
+        println!("next retry in {}", wait_until(t, now));
     }
     for h in &s.paused_hosts {
         let until = match (h.manual, h.paused_until) {
             (true, _) => "until resumed".to_string(),
-            (false, Some(t)) => format!(
-                "for {}",
-                policy::human_duration(Duration::from_millis((t - now).max(0) as u64))
-            ),
+            (false, Some(t)) => format!("for {}", wait_until(t, now)),
             (false, None) => String::new(),
         };
         println!(
@@ -757,14 +748,16 @@ fn report_actions(results: &[ActionResult], verb: &str) -> ExitCode {
 fn next_column(j: &Job, now: i64) -> String {
     match (j.status, j.retry_after) {
         (Status::Pending, Some(t)) if t > now => {
-            format!(
-                "in {}",
-                policy::human_duration(Duration::from_millis((t - now) as u64))
-            )
+            format!("in {}", wait_until(t, now))
         }
         (Status::Pending, _) => "now".into(),
         _ => "-".into(),
     }
+}
+
+/// "60 s" from `now` until `t` (nothing left: "0 s").
+fn wait_until(t: i64, now: i64) -> String {
+    policy::human_duration(Duration::from_millis((t - now).max(0) as u64))
 }
 
 fn error_suffix(j: &Job) -> String {

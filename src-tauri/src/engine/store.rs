@@ -742,10 +742,7 @@ impl Store {
         self.write(|tx| {
             let mut out = Vec::with_capacity(ids.len());
             for &id in ids {
-                let status: Option<String> = tx
-                    .query_row("SELECT status FROM jobs WHERE id = ?1", [id], |r| r.get(0))
-                    .optional()?;
-                let Some(status) = status.as_deref().and_then(Status::parse) else {
+                let Some(status) = status_of(tx, id)? else {
                     out.push(ActionResult::NotFound { id });
                     continue;
                 };
@@ -807,10 +804,7 @@ impl Store {
         self.write(|tx| {
             let mut out = Vec::with_capacity(ids.len());
             for &id in ids {
-                let status: Option<String> = tx
-                    .query_row("SELECT status FROM jobs WHERE id = ?1", [id], |r| r.get(0))
-                    .optional()?;
-                match status.as_deref().and_then(Status::parse) {
+                match status_of(tx, id)? {
                     None => out.push(ActionResult::NotFound { id }),
                     Some(Status::Pending | Status::Running) => {
                         tx.execute(
@@ -1028,6 +1022,14 @@ fn kind_str(kind: FailureKind) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_else(|| format!("{kind:?}"))
+}
+
+/// A job's status, or `None` if there is no such job.
+fn status_of(tx: &Transaction<'_>, id: i64) -> Result<Option<Status>> {
+    let status: Option<String> = tx
+        .query_row("SELECT status FROM jobs WHERE id = ?1", [id], |r| r.get(0))
+        .optional()?;
+    Ok(status.as_deref().and_then(Status::parse))
 }
 
 fn revive(tx: &Transaction<'_>, id: i64, max_retries: u32, now: Millis) -> Result<()> {

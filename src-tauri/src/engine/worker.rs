@@ -15,7 +15,7 @@ use rand::Rng;
 use tokio::sync::{Notify, broadcast, watch};
 use tokio::task::JoinSet;
 
-use super::clock::{Millis, SharedClock};
+use super::clock::SharedClock;
 use super::extract::ExtractError;
 use super::fetch::{Fetcher, Limits};
 use super::library::{Library, LibraryError, Provenance};
@@ -104,10 +104,6 @@ impl Worker {
     /// Wake the loop (after an enqueue, a manual retry, a settings change).
     pub fn wake(&self) {
         self.wake.notify_one();
-    }
-
-    pub fn waker(&self) -> Arc<Notify> {
-        self.wake.clone()
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<JobEvent> {
@@ -515,10 +511,4 @@ pub fn owner_alive(owner: &str, me: &str) -> bool {
     } else {
         true
     }
-}
-
-/// When the job `job` may next run, as a duration from `now`, for display.
-pub fn wait_from(job: &Job, now: Millis) -> Option<Duration> {
-    job.retry_after
-        .map(|t| Duration::from_millis((t - now).max(0) as u64))
 }
