@@ -6,8 +6,9 @@
 #
 # Tests run with plain `cargo test`; cargo-nextest is not needed.
 #
-# GUI (WebDriver) tests also need tauri-driver, which takes minutes to compile. It is installed only when
-# asked for: `scripts/install-deps.sh --gui` or GLEANER_GUI_TESTS=1.
+# The GUI (WebDriver) tests also need tauri-driver, which takes minutes to compile. It is installed
+# when asked for: `scripts/install-deps.sh --gui` (scripts/test.sh does) or GLEANER_GUI_TESTS=1;
+# `scripts/run.sh` does not need it.
 set -euo pipefail
 
 gui="${GLEANER_GUI_TESTS:-0}"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The README's test command: installs what the build and the tests need (first run only),
-# builds the `gleaner` binary the process tests launch, then runs every test in the workspace.
+# The README's test command: installs what the build and the tests need (first run only; the
+# GUI tests need tauri-driver), builds the `gleaner` binary the process and GUI tests launch, then
+# runs every test in the workspace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --gui
 cargo build --locked -p gleaner --bins
 cargo test --locked --workspace "$@"

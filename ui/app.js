@@ -1,72 +1,181 @@
-// Gleaner placeholder window. Loaded as an ES module from index.html (the CSP forbids inline scripts).
-// Everything from the backend is shown with textContent, never parsed as HTML.
+// Gleaner's window. Loaded as an ES module from index.html (the CSP forbids inline scripts).
+// Everything that comes from the backend or from fetched pages (URLs, titles, errors) is put on
+// the page with textContent or as attribute values, never parsed as HTML.
 
-const status = document.getElementById('status');
+const tauri = window.__TAURI__;
+const $ = (id) => document.getElementById(id);
 
-function describe(stats) {
-  if (stats === null || typeof stats !== 'object') {
-    return String(stats);
+const statusLine = $('status');
+
+function say(text, isError = false) {
+  statusLine.textContent = text;
+  statusLine.dataset.state = isError ? 'error' : 'ok';
+}
+
+async function call(command, args) {
+  if (!tauri?.core?.invoke) {
+    throw new Error('Not running inside Gleaner: there is no backend to ask.');
   }
-  const parts = ['pending', 'running', 'done', 'dead', 'cancelled']
-    .map((key) => `${key} ${Number(stats[key] ?? 0)}`);
-  if (Array.isArray(stats.paused_hosts) && stats.paused_hosts.length > 0) {
-    parts.push(`paused hosts: ${stats.paused_hosts.map((h) => String(h.host)).join(', ')}`);
+  return tauri.core.invoke(command, args);
+}
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+function plural(n, word) {
+  return `${n.toLocaleString()} ${word}${n === 1 ? '' : 's'}`;
+}
+
+// Words a person uses for the engine's error classes and attempt outcomes.
+const CLASS_WORDS = {
+  transient: 'temporary failure',
+  rate_limited: 'rate limited',
+  blocked: 'blocked page',
+  fatal: 'permanent failure',
+};
+const OUTCOME_WORDS = {
+  success: 'fetched',
+  transient: 'temporary failure',
+  rate_limited: 'rate limited',
+  blocked: 'blocked page',
+  fatal: 'permanent failure',
+  interrupted: 'interrupted',
+  cancelled: 'cancelled',
+};
+
+function classWords(job) {
+  if (!job.error_class) return '';
+  const words = CLASS_WORDS[job.error_class] ?? String(job.error_class);
+  // The stored error ends with its class in brackets, which the words above already say.
+  const error = String(job.error ?? '').replace(/ \((transient|rate_limited|blocked|fatal)\)$/, '');
+  return error ? `${words}: ${error}` : words;
+}
+
+function humanSeconds(totalSeconds) {
+  const s = Math.max(0, Math.round(totalSeconds));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) {
+    const m = Math.floor(s / 60);
+    const r = s % 60;
+    return r ? `${m} min ${r} s` : `${m} min`;
   }
-  return parts.join(' · ');
+  const h = Math.floor(s / 3600);
+  const m = Math.round((s % 3600) / 60);
+  return m ? `${h} h ${m} min` : `${h} h`;
+}
+
+function countdown(iso) {
+  const due = Date.parse(iso);
+  if (Number.isNaN(due)) return '';
+  const left = (due - Date.now()) / 1000;
+  return left <= 0.5 ? 'due now' : `in ${humanSeconds(left)}`;
+}
+
+function localTime(iso) {
+  if (!iso) return '';
+  const t = new Date(iso);
+  return Number.isNaN(t.getTime())
+    ? String(iso)
+    : t.toLocaleString([], { dateStyle: 'short', timeStyle: 'medium' });
+}
+
+// ---------------------------------------------------------------- header: counts and queue state
+
+const counts = $('counts');
+const queueState = $('queue-state');
+const pauseButton = $('pause-queue');
+let queuePaused = false;
+
+function renderStats(stats) {
+  const chips = ['pending', 'running', 'done', 'dead', 'cancelled'].map((key) => {
+    const chip = el('button', `chip chip-${key}`);
+    chip.type = 'button';
+    chip.dataset.status = key;
+    chip.append(el('span', 'chip-label', key), el('span', 'chip-count', Number(stats[key] ?? 0).toLocaleString()));
+    chip.title = `Show ${key} jobs`;
+    chip.setAttribute('aria-pressed', String(filters.status.value === key));
+    chip.addEventListener('click', () => {
+      filters.status.value = filters.status.value === key ? '' : key;
+      reloadJobs();
+    });
+    return chip;
+  });
+  counts.replaceChildren(...chips);
+  queuePaused = Boolean(stats.queue_paused);
+  pauseButton.textContent = queuePaused ? 'Resume queue' : 'Pause queue';
+  pauseButton.setAttribute('aria-pressed', String(queuePaused));
+  const notes = [];
+  if (queuePaused) notes.push('Queue paused: no fetch starts until you resume.');
+  if (Number(stats.waiting) > 0 && stats.next_retry_at) {
+    notes.push(`${plural(Number(stats.waiting), 'job')} backing off, next ${countdown(stats.next_retry_at)}`);
+  }
+  const paused = Array.isArray(stats.paused_hosts) ? stats.paused_hosts : [];
+  if (paused.length > 0) {
+    notes.push(`Paused hosts: ${paused.map((h) => String(h.host)).join(', ')}`);
+  }
+  const throttled = Array.isArray(stats.throttled_hosts) ? stats.throttled_hosts : [];
+  if (throttled.length > 0) {
+    notes.push(`Slowed after rate limits: ${throttled.map((h) => `${h.host} (${h.concurrency_limit})`).join(', ')}`);
+  }
+  queueState.textContent = notes.join(' · ');
+  queueState.hidden = notes.length === 0;
 }
 
 async function refreshStats() {
-  const tauri = window.__TAURI__;
-  if (!tauri || !tauri.core || typeof tauri.core.invoke !== 'function') {
-    status.textContent = 'Not running inside Gleaner: no backend to ask for stats.';
-    status.dataset.state = 'error';
-    return;
-  }
   try {
-    const stats = await tauri.core.invoke('stats');
-    status.textContent = describe(stats);
-    status.dataset.state = 'ok';
+    renderStats(await call('stats'));
   } catch (err) {
-    status.textContent = `Could not load stats: ${String(err)}`;
-    status.dataset.state = 'error';
+    say(`Could not load the counts: ${String(err)}`, true);
   }
 }
 
-refreshStats();
-// The backend sends one coalesced event per burst of committed job changes.
-window.__TAURI__?.event?.listen('jobs-changed', refreshStats);
+pauseButton.addEventListener('click', async () => {
+  try {
+    const paused = await call('set_queue_paused', { paused: !queuePaused });
+    say(paused ? 'Queue paused. Running fetches finish; no new one starts.' : 'Queue resumed.');
+    refreshStats();
+  } catch (err) {
+    say(String(err), true);
+  }
+});
 
-// Intake: the box, Ctrl+Enter, and drops anywhere on the window. Results are shown as text only.
-const urls = document.getElementById('urls');
-const addButton = document.getElementById('add');
-const summary = document.getElementById('add-summary');
-const rejectedList = document.getElementById('add-rejected');
+$('open-library').addEventListener('click', async () => {
+  try {
+    await call('open_library');
+  } catch (err) {
+    say(String(err), true);
+  }
+});
 
-function plural(n, word) {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
-}
+// ---------------------------------------------------------------- intake
+
+const urls = $('urls');
+const addButton = $('add');
+const addSummary = $('add-summary');
+const rejectedList = $('add-rejected');
 
 async function addText(text, source) {
-  const tauri = window.__TAURI__;
-  if (!text.trim() || !tauri?.core) {
+  if (!text || !text.trim()) {
+    addSummary.textContent = 'Nothing to add: the text holds no links.';
     return;
   }
   addButton.disabled = true;
   try {
-    const result = await tauri.core.invoke('add_urls', { text, source });
-    summary.textContent = `${plural(result.queued.length, 'link')} queued, `
-      + `${plural(result.duplicates.length, 'duplicate')}, ${result.rejected.length} rejected.`;
-    rejectedList.replaceChildren(...result.rejected.map((r) => {
-      const item = document.createElement('li');
-      item.textContent = `${r.input}: ${r.reason}`;
-      return item;
-    }));
+    const result = await call('add_urls', { text, source });
+    addSummary.textContent = `${plural(result.queued.length, 'link')} queued, `
+      + `${plural(result.duplicates.length, 'duplicate')}, ${result.rejected.length.toLocaleString()} rejected.`;
+    rejectedList.replaceChildren(...result.rejected.map((r) => el('li', '', `${r.input}: ${r.reason}`)));
     if (source === 'paste' && result.rejected.length === 0) {
       urls.value = '';
     }
-    refreshStats();
+    refreshAll();
+    loadFilters();
   } catch (err) {
-    summary.textContent = String(err);
+    addSummary.textContent = String(err);
   } finally {
     addButton.disabled = false;
   }
@@ -80,19 +189,442 @@ urls.addEventListener('keydown', (event) => {
   }
 });
 
-document.addEventListener('dragover', (event) => event.preventDefault());
+function isTextEntry(target) {
+  return target instanceof HTMLElement
+    && (target.closest('input, textarea, select, [contenteditable]') !== null);
+}
+
+// Ctrl+V outside a text box adds what the clipboard holds.
+document.addEventListener('paste', (event) => {
+  if (isTextEntry(event.target)) return;
+  const text = event.clipboardData?.getData('text/plain') ?? '';
+  event.preventDefault();
+  addText(text, 'paste');
+});
+
+document.addEventListener('dragover', (event) => {
+  event.preventDefault();
+  document.body.classList.add('dropping');
+});
+document.addEventListener('dragleave', (event) => {
+  if (event.relatedTarget === null) document.body.classList.remove('dropping');
+});
 document.addEventListener('drop', async (event) => {
   event.preventDefault();
+  document.body.classList.remove('dropping');
   const data = event.dataTransfer;
-  if (!data) {
-    return;
-  }
+  if (!data) return;
   const parts = [];
-  for (const file of data.files) {
-    parts.push(await file.text());
+  for (const file of Array.from(data.files ?? [])) {
+    try {
+      parts.push(await file.text());
+    } catch (err) {
+      say(`Could not read ${file.name}: ${String(err)}`, true);
+    }
   }
   if (parts.length === 0) {
     parts.push(data.getData('text/uri-list') || data.getData('text/plain'));
   }
   addText(parts.join('\n'), 'drop');
 });
+
+// ---------------------------------------------------------------- the job table
+
+const filters = {
+  status: $('filter-status'),
+  host: $('filter-host'),
+  batch: $('filter-batch'),
+  search: $('filter-search'),
+};
+const rows = $('job-rows');
+const tableSummary = $('table-summary');
+const loadMore = $('load-more');
+const empty = $('empty');
+const PAGE = 100;
+const PAGE_MAX = 500;
+
+let jobs = [];
+let total = 0;
+let more = false;
+let selectedId = null;
+let generation = 0;
+
+function currentQuery() {
+  return {
+    status: filters.status.value || null,
+    host: filters.host.value.trim() || null,
+    batch_id: filters.batch.value ? Number(filters.batch.value) : null,
+    search: filters.search.value.trim() || null,
+  };
+}
+
+function urlCell(url) {
+  const cell = el('td', 'url');
+  let parsed = null;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = null;
+  }
+  if (!parsed) {
+    cell.textContent = url;
+  } else {
+    const rest = url.slice(url.indexOf(parsed.host) + parsed.host.length);
+    cell.append(el('span', 'scheme', `${parsed.protocol}//`), el('strong', 'host', parsed.host), el('span', 'path', rest));
+  }
+  cell.title = url;
+  return cell;
+}
+
+function nextRetryText(job) {
+  if (job.status === 'pending' && job.retry_after) return countdown(job.retry_after);
+  if (job.status === 'pending') return 'queued';
+  return '';
+}
+
+function jobRow(job) {
+  const tr = el('tr');
+  tr.dataset.id = String(job.id);
+  tr.tabIndex = job.id === selectedId ? 0 : -1;
+  tr.setAttribute('aria-selected', String(job.id === selectedId));
+  const status = el('td', 'status-cell');
+  status.append(el('span', `badge badge-${job.status}`, job.status));
+  const attempts = `${job.attempts} of ${Number(job.max_retries) + 1}`;
+  const next = el('td', 'next', nextRetryText(job));
+  if (job.status === 'pending' && job.retry_after) next.dataset.due = job.retry_after;
+  tr.append(status, urlCell(job.url), el('td', 'title', job.title ?? ''), el('td', 'num', attempts), next,
+    el('td', 'error', classWords(job)));
+  return tr;
+}
+
+function renderJobs() {
+  rows.replaceChildren(...jobs.map(jobRow));
+  empty.hidden = jobs.length > 0;
+  loadMore.hidden = !more || jobs.length >= PAGE_MAX;
+  const shown = jobs.length.toLocaleString();
+  tableSummary.textContent = total === 0
+    ? ''
+    : `Showing ${shown} of ${plural(total, 'job')}, newest first.`
+      + (more && jobs.length >= PAGE_MAX ? ' Narrow the filters to see older ones.' : '');
+}
+
+// Reads the first `count` rows under the current filters; a newer request supersedes older ones.
+async function fetchJobs(count) {
+  const mine = ++generation;
+  const page = await call('list_jobs', { query: { ...currentQuery(), limit: Math.min(Math.max(count, PAGE), PAGE_MAX) } });
+  if (mine !== generation) return;
+  jobs = page.jobs;
+  total = page.total;
+  more = page.more;
+  renderJobs();
+}
+
+async function reloadJobs() {
+  try {
+    await fetchJobs(PAGE);
+    document.querySelectorAll('.chip').forEach((chip) => {
+      chip.setAttribute('aria-pressed', String(filters.status.value === chip.dataset.status));
+    });
+  } catch (err) {
+    say(`Could not list jobs: ${String(err)}`, true);
+  }
+}
+
+loadMore.addEventListener('click', async () => {
+  if (jobs.length === 0) return;
+  try {
+    const mine = ++generation;
+    const last = jobs[jobs.length - 1].id;
+    const page = await call('list_jobs', { query: { ...currentQuery(), before_id: last, limit: PAGE } });
+    if (mine !== generation) return;
+    jobs = jobs.concat(page.jobs).slice(0, PAGE_MAX);
+    total = page.total;
+    more = page.more;
+    renderJobs();
+  } catch (err) {
+    say(`Could not list jobs: ${String(err)}`, true);
+  }
+});
+
+let searchTimer = null;
+function reloadSoon() {
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(reloadJobs, 150);
+}
+filters.status.addEventListener('change', reloadJobs);
+filters.batch.addEventListener('change', reloadJobs);
+for (const field of [filters.host, filters.search]) {
+  field.addEventListener('input', reloadSoon);
+  field.addEventListener('change', reloadSoon);
+}
+
+async function loadFilters() {
+  try {
+    const f = await call('filters');
+    $('host-options').replaceChildren(...f.hosts.map((h) => {
+      const option = el('option');
+      option.value = h.host;
+      option.label = plural(Number(h.jobs), 'job');
+      return option;
+    }));
+    const chosen = filters.batch.value;
+    const all = el('option', '', 'All');
+    all.value = '';
+    filters.batch.replaceChildren(all, ...f.batches.map((b) => {
+      const option = el('option', '', `${b.name} (${Number(b.jobs).toLocaleString()})`);
+      option.value = String(b.id);
+      return option;
+    }));
+    filters.batch.value = chosen;
+  } catch (err) {
+    say(`Could not load the filters: ${String(err)}`, true);
+  }
+}
+
+$('retry-all-dead').addEventListener('click', () => runAction('retry_dead', { host: filters.host.value.trim() || null }, 'retried'));
+
+// Selection and keyboard: the selected row holds the tab stop; arrows move it.
+function select(id, focus = false) {
+  selectedId = id;
+  for (const tr of rows.children) {
+    const on = Number(tr.dataset.id) === id;
+    tr.setAttribute('aria-selected', String(on));
+    tr.tabIndex = on ? 0 : -1;
+    if (on && focus) tr.focus();
+  }
+  showDetails(id);
+}
+
+rows.addEventListener('click', (event) => {
+  const tr = event.target instanceof Element ? event.target.closest('tr') : null;
+  if (tr?.dataset.id) select(Number(tr.dataset.id), true);
+});
+
+rows.addEventListener('keydown', (event) => {
+  const list = Array.from(rows.children);
+  if (list.length === 0) return;
+  const at = list.findIndex((tr) => Number(tr.dataset.id) === selectedId);
+  let to = null;
+  if (event.key === 'ArrowDown') to = Math.min(list.length - 1, at + 1);
+  else if (event.key === 'ArrowUp') to = Math.max(0, at - 1);
+  else if (event.key === 'Home') to = 0;
+  else if (event.key === 'End') to = list.length - 1;
+  else if (event.key === 'Enter' && selectedId !== null) {
+    $('d-retry').focus();
+    event.preventDefault();
+    return;
+  }
+  if (to !== null) {
+    event.preventDefault();
+    select(Number(list[to].dataset.id), true);
+  }
+});
+
+// Countdowns tick without asking the backend.
+setInterval(() => {
+  for (const cell of document.querySelectorAll('[data-due]')) {
+    cell.textContent = countdown(cell.dataset.due);
+  }
+}, 1000);
+
+// ---------------------------------------------------------------- details pane
+
+const details = $('details');
+let shown = null;
+let deleteArmed = false;
+
+function setText(id, text) {
+  $(id).textContent = text ?? '';
+}
+
+async function showDetails(id) {
+  if (id === null) {
+    details.hidden = true;
+    shown = null;
+    return;
+  }
+  try {
+    const d = await call('job_details', { id });
+    if (selectedId !== id) return;
+    shown = d;
+    renderDetails(d);
+  } catch (err) {
+    say(String(err), true);
+  }
+}
+
+function renderDetails(d) {
+  const job = d.job;
+  details.hidden = false;
+  if (deleteArmed && shown?.job.id !== job.id) deleteArmed = false;
+  setText('details-heading', `Job ${job.id}`);
+  setText('d-title', job.title || '(no title yet)');
+  setText('d-status', job.status);
+  setText('d-url', job.url);
+  setText('d-final', job.final_url ?? '');
+  setText('d-batch', job.batch ?? '');
+  setText('d-attempts', `${job.attempts} of ${d.max_attempts}`);
+  const next = $('d-next');
+  if (job.status === 'pending' && job.retry_after) {
+    next.dataset.due = job.retry_after;
+    next.textContent = countdown(job.retry_after);
+  } else {
+    delete next.dataset.due;
+    next.textContent = job.status === 'pending' ? 'queued' : '';
+  }
+  setText('d-error', classWords(job));
+  setText('d-document', job.document ?? '');
+  $('d-retry').textContent = job.status === 'pending' ? 'Fetch now' : 'Retry';
+  $('d-retry').disabled = job.status === 'running';
+  $('d-cancel').disabled = !(job.status === 'pending' || job.status === 'running');
+  $('d-delete').disabled = job.status === 'running';
+  $('d-delete').textContent = deleteArmed ? 'Confirm delete' : 'Delete';
+  $('d-open').disabled = !job.document;
+  $('d-retry-host').textContent = `Retry dead on ${job.host}`;
+  $('attempt-rows').replaceChildren(...d.attempts.map((a) => {
+    const tr = el('tr');
+    const waited = a.delay_ms === null || a.delay_ms === undefined ? '' : humanSeconds(Number(a.delay_ms) / 1000);
+    tr.append(
+      el('td', 'num', a.number),
+      el('td', '', localTime(a.started_at)),
+      el('td', '', a.outcome ? (OUTCOME_WORDS[a.outcome] ?? a.outcome) : 'in flight'),
+      el('td', 'num', a.http_status ?? ''),
+      el('td', 'error', a.error ?? ''),
+      el('td', '', waited),
+    );
+    return tr;
+  }));
+}
+
+$('details-close').addEventListener('click', () => {
+  const id = selectedId;
+  select(null);
+  const row = rows.querySelector(`tr[data-id="${Number(id)}"]`);
+  if (row) {
+    row.tabIndex = 0;
+    row.focus();
+  }
+});
+
+async function runAction(command, args, verb) {
+  try {
+    const r = await call(command, args);
+    const skipped = r.skipped?.length ? ` Skipped: ${r.skipped.join('; ')}.` : '';
+    say(`${plural(r.done, 'job')} ${verb}.${skipped}`, r.done === 0 && Boolean(r.skipped?.length));
+    refreshAll();
+  } catch (err) {
+    say(String(err), true);
+  }
+}
+
+$('d-retry').addEventListener('click', () => shown && runAction('retry_jobs', { ids: [shown.job.id] }, shown.job.status === 'pending' ? 'moved to the front' : 'queued again'));
+$('d-cancel').addEventListener('click', () => shown && runAction('cancel_jobs', { ids: [shown.job.id] }, 'cancelled'));
+$('d-delete').addEventListener('click', async () => {
+  if (!shown) return;
+  if (!deleteArmed) {
+    deleteArmed = true;
+    $('d-delete').textContent = 'Confirm delete';
+    return;
+  }
+  deleteArmed = false;
+  const id = shown.job.id;
+  await runAction('delete_jobs', { ids: [id] }, 'deleted');
+  select(null);
+});
+$('d-open').addEventListener('click', async () => {
+  if (!shown) return;
+  try {
+    await call('open_document', { id: shown.job.id });
+  } catch (err) {
+    say(String(err), true);
+  }
+});
+$('d-browser').addEventListener('click', async () => {
+  if (!shown) return;
+  try {
+    await call('open_in_browser', { id: shown.job.id });
+  } catch (err) {
+    say(String(err), true);
+  }
+});
+$('d-retry-host').addEventListener('click', () => shown && runAction('retry_dead', { host: shown.job.host }, 'retried'));
+$('d-pause-host').addEventListener('click', async () => {
+  if (!shown) return;
+  const host = shown.job.host;
+  const pause = $('d-pause-host').dataset.paused !== 'true';
+  try {
+    await call('set_host_paused', { host, paused: pause });
+    $('d-pause-host').dataset.paused = String(pause);
+    $('d-pause-host').textContent = pause ? 'Resume host' : 'Pause host';
+    say(pause ? `${host} paused: no fetch for it starts until you resume it.` : `${host} resumed.`);
+    refreshStats();
+  } catch (err) {
+    say(String(err), true);
+  }
+});
+
+// ---------------------------------------------------------------- settings
+
+const dialog = $('settings');
+const fields = {
+  base_delay_secs: $('s-base'),
+  max_delay_secs: $('s-cap'),
+  max_retries: $('s-retries'),
+  jitter_percent: $('s-jitter'),
+  concurrency: $('s-concurrency'),
+  per_host: $('s-per-host'),
+  timeout_secs: $('s-timeout'),
+};
+
+$('open-settings').addEventListener('click', async () => {
+  try {
+    const s = await call('get_settings');
+    for (const [key, input] of Object.entries(fields)) input.value = String(s[key]);
+    $('s-notify').checked = Boolean(s.notifications);
+    $('settings-error').textContent = '';
+    dialog.showModal();
+    fields.base_delay_secs.focus();
+  } catch (err) {
+    say(String(err), true);
+  }
+});
+
+$('settings-cancel').addEventListener('click', () => dialog.close());
+$('settings-save').addEventListener('click', async () => {
+  const settings = { notifications: $('s-notify').checked };
+  for (const [key, input] of Object.entries(fields)) {
+    const n = Number(input.value);
+    if (input.value.trim() === '' || !Number.isFinite(n)) {
+      $('settings-error').textContent = `${input.labels?.[0]?.textContent ?? key} needs a number.`;
+      input.focus();
+      return;
+    }
+    settings[key] = n;
+  }
+  try {
+    await call('save_settings', { settings });
+    dialog.close();
+    say('Settings saved and applied.');
+  } catch (err) {
+    $('settings-error').textContent = String(err);
+  }
+});
+
+// ---------------------------------------------------------------- live updates
+
+async function refreshAll() {
+  refreshStats();
+  try {
+    await fetchJobs(jobs.length);
+  } catch (err) {
+    say(`Could not list jobs: ${String(err)}`, true);
+  }
+  if (selectedId !== null) showDetails(selectedId);
+}
+
+// The backend sends one coalesced event per burst of committed job changes.
+tauri?.event?.listen('jobs-changed', refreshAll);
+
+refreshStats();
+reloadJobs().then(() => say('Ready.'));
+loadFilters();

@@ -1,6 +1,7 @@
 //! Shared pieces of Gleaner's end-to-end tests: the fault-injecting HTTP server and helpers to
 //! run the real `gleaner` binary against a private data folder.
 
+pub mod desktop;
 pub mod server;
 
 use std::path::{Path, PathBuf};

@@ -6,17 +6,19 @@
 //! also be listed in `build.rs` (`AppManifest::commands`) and granted in
 //! `capabilities/default.json` (`allow-<command>`), or the ACL rejects the call.
 
+mod commands;
+mod tray;
+
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context as _;
 use tauri::{Emitter as _, Manager as _, Runtime};
 
-use crate::engine::clock::{Clock as _, SystemClock};
-use crate::engine::intake::{self, Found};
 use crate::engine::library::Library;
-use crate::engine::store::{Enqueued, Stats, Store, db_path, rfc3339};
+use crate::engine::store::{Store, db_path};
 use crate::engine::worker::{RunMode, Worker};
 
 /// Label of the one window declared in `tauri.conf.json`.
@@ -32,72 +34,22 @@ pub struct DesktopState {
     /// Kept alive for the app's lifetime: it wakes the worker when a CLI process commits.
     watcher: Mutex<Option<notify::RecommendedWatcher>>,
     data_dir: PathBuf,
+    library_root: PathBuf,
+    /// A tray icon exists, so closing the window hides it and the queue keeps working.
+    has_tray: AtomicBool,
 }
 
-/// Counts for the header bar.
-#[tauri::command]
-fn stats(state: tauri::State<'_, DesktopState>) -> Result<Stats, String> {
-    state
-        .store
-        .stats(SystemClock.now_ms())
-        .map_err(|e| format!("Could not read the queue: {e}"))
-}
+/// Settings key: raise OS notifications for dead jobs ("true"/"false", default true).
+pub const NOTIFICATIONS_KEY: &str = "notifications";
 
-/// What one paste or drop did, line by line, for the summary under the box.
-#[derive(Debug, Default, serde::Serialize)]
-struct AddSummary {
-    queued: Vec<String>,
-    duplicates: Vec<String>,
-    rejected: Vec<Rejected>,
-}
-
-#[derive(Debug, serde::Serialize)]
-struct Rejected {
-    input: String,
-    reason: String,
-}
-
-/// Queue the URLs found in pasted or dropped text as one batch.
-#[tauri::command]
-fn add_urls(
-    text: String,
-    source: String,
-    state: tauri::State<'_, DesktopState>,
-) -> Result<AddSummary, String> {
-    let source = if source == "drop" { "drop" } else { "paste" };
-    let now = SystemClock.now_ms();
-    let found = intake::scan_text(&text);
-    let jobs: Vec<_> = found.iter().filter_map(Found::as_new_job).collect();
-    let mut summary = AddSummary::default();
-    for f in &found {
-        if let Found::Rejected { input, reason } = f {
-            summary.rejected.push(Rejected {
-                input: input.clone(),
-                reason: reason.clone(),
-            });
+fn notifications_enabled(store: &Store) -> bool {
+    match store.setting(NOTIFICATIONS_KEY) {
+        Ok(v) => v.as_deref() != Some("false"),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the notification setting; notifying");
+            true
         }
     }
-    if jobs.is_empty() {
-        return Ok(summary);
-    }
-    let fail = |e: crate::engine::store::StoreError| format!("Could not add to the queue: {e}");
-    let batch = state
-        .store
-        .create_batch(&format!("{source} {}", rfc3339(now)), source, now)
-        .map_err(fail)?;
-    let policy = state.worker.policy();
-    for r in state
-        .store
-        .enqueue(Some(batch), &jobs, policy.max_retries, now)
-        .map_err(fail)?
-    {
-        match r {
-            Enqueued::Queued { url, .. } => summary.queued.push(url),
-            Enqueued::Duplicate { url, .. } => summary.duplicates.push(url),
-        }
-    }
-    state.worker.wake();
-    Ok(summary)
 }
 
 /// Opens the desktop window over the queue in `data_dir` and blocks until it is closed.
@@ -107,10 +59,11 @@ pub fn run(data_dir: PathBuf) -> anyhow::Result<()> {
             .with_context(|| format!("cannot open the queue in {}", data_dir.display()))?,
     );
     let policy = store.load_policy()?;
+    let library_root = data_dir.join("library");
     let worker = Worker::new(
         store.clone(),
-        Arc::new(SystemClock),
-        Library::new(data_dir.join("library")),
+        Arc::new(crate::engine::clock::SystemClock),
+        Library::new(library_root.clone()),
         policy,
     )?;
     let state = DesktopState {
@@ -118,6 +71,8 @@ pub fn run(data_dir: PathBuf) -> anyhow::Result<()> {
         worker,
         watcher: Mutex::new(None),
         data_dir,
+        library_root,
+        has_tray: AtomicBool::new(false),
     };
     run_app(tauri::Builder::default(), state)
 }
@@ -136,20 +91,63 @@ pub fn build_app<R: Runtime>(
     builder: tauri::Builder<R>,
     state: DesktopState,
 ) -> anyhow::Result<tauri::App<R>> {
-    builder
-        // First, so a second launch hands over to the running instance before anything else starts.
-        .plugin(tauri_plugin_single_instance::init(|app, _argv, _cwd| {
+    let builder = if session_bus_available() {
+        // First, so a second launch hands over to the running instance before anything else
+        // starts. The plugin talks D-Bus on Linux and cannot start without a session bus.
+        builder.plugin(tauri_plugin_single_instance::init(|app, _argv, _cwd| {
             focus_main_window(app);
         }))
+    } else {
+        tracing::warn!("no D-Bus session bus: a second launch will open a second window");
+        builder
+    };
+    builder
         .plugin(tauri_plugin_window_state::Builder::default().build())
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_opener::init())
         .manage(state)
         .setup(|app| {
+            let has_tray = tray::install(app.handle());
+            app.state::<DesktopState>()
+                .has_tray
+                .store(has_tray, Ordering::Relaxed);
             start_engine(app.handle());
             Ok(())
         })
-        .invoke_handler(tauri::generate_handler![stats, add_urls])
+        .on_window_event(|window, event| {
+            // With a tray icon, closing the window only hides it: fetching goes on, and the
+            // tray's Quit ends the app.
+            if let tauri::WindowEvent::CloseRequested { api, .. } = event
+                && window.label() == MAIN_WINDOW
+                && window
+                    .state::<DesktopState>()
+                    .has_tray
+                    .load(Ordering::Relaxed)
+            {
+                api.prevent_close();
+                if let Err(e) = window.hide() {
+                    tracing::warn!(error = %e, "cannot hide the window");
+                }
+            }
+        })
+        .invoke_handler(tauri::generate_handler![
+            commands::stats,
+            commands::add_urls,
+            commands::list_jobs,
+            commands::filters,
+            commands::job_details,
+            commands::retry_jobs,
+            commands::retry_dead,
+            commands::cancel_jobs,
+            commands::delete_jobs,
+            commands::set_queue_paused,
+            commands::set_host_paused,
+            commands::get_settings,
+            commands::save_settings,
+            commands::open_document,
+            commands::open_library,
+            commands::open_in_browser,
+        ])
         .build(tauri::generate_context!())
         .context("could not build the desktop window")
 }
@@ -181,9 +179,8 @@ fn start_engine<R: Runtime>(app: &tauri::AppHandle<R>) {
             // Let a burst settle, then send one event for all of it.
             tokio::time::sleep(EVENT_COALESCE).await;
             while events.try_recv().is_ok() {}
-            if let Err(e) = handle.emit("jobs-changed", ()) {
-                tracing::warn!(error = %e, "cannot notify the window of job changes");
-            }
+            emit_changed(&handle);
+            tray::refresh(&handle);
             announce_deaths(&handle);
         }
     });
@@ -197,13 +194,34 @@ fn start_engine<R: Runtime>(app: &tauri::AppHandle<R>) {
     });
 }
 
+/// Tell the page that committed job state changed; it re-reads what it shows.
+fn emit_changed<R: Runtime>(app: &tauri::AppHandle<R>) {
+    if let Err(e) = app.emit("jobs-changed", ()) {
+        tracing::warn!(error = %e, "cannot notify the window of job changes");
+    }
+}
+
+/// Whether a D-Bus session bus can be reached (Linux); elsewhere there is nothing to check.
+fn session_bus_available() -> bool {
+    if !cfg!(target_os = "linux") {
+        return true;
+    }
+    if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some_and(|a| !a.is_empty()) {
+        return true;
+    }
+    std::env::var_os("XDG_RUNTIME_DIR")
+        .is_some_and(|dir| std::path::Path::new(&dir).join("bus").exists())
+}
+
 /// Raise one OS notification for the deaths committed since the last one: a single job by
 /// name, a burst as a summary ("3 jobs died: 2× 404 Not Found, 1× timed out").
 fn announce_deaths<R: Runtime>(app: &tauri::AppHandle<R>) {
     use tauri_plugin_notification::NotificationExt as _;
     let state = app.state::<DesktopState>();
+    // Deaths are taken (marked announced) even with notifications off, so turning them back
+    // on does not replay old ones.
     let dead = match state.store.take_unannounced_deaths(1000) {
-        Ok(d) if !d.is_empty() => d,
+        Ok(d) if !d.is_empty() && notifications_enabled(&state.store) => d,
         Ok(_) => return,
         Err(e) => {
             tracing::warn!(error = %e, "cannot read dead jobs to announce");
@@ -237,7 +255,7 @@ fn announce_deaths<R: Runtime>(app: &tauri::AppHandle<R>) {
     }
 }
 
-/// Brings the existing main window to the front (on a second launch).
+/// Brings the main window to the front (a second launch, the tray's Show).
 fn focus_main_window<R: Runtime>(app: &tauri::AppHandle<R>) {
     let Some(window) = app.get_webview_window(MAIN_WINDOW) else {
         tracing::warn!("second launch, but there is no main window to focus");

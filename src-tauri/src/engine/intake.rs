@@ -94,10 +94,13 @@ fn no_address_reason(input: &str) -> String {
 }
 
 fn is_lone_word(line: &str) -> bool {
+    // Markup such as a bookmarks file's `<DL><p>` surrounds links; it is not an attempt at one.
+    let markup = line.starts_with('<') && line.ends_with('>');
     !line.is_empty()
         && !line.contains(char::is_whitespace)
         && !line.starts_with('#')
         && !line.starts_with("//")
+        && !markup
 }
 
 /// Characters that never appear unescaped inside a URL, so they delimit one in free text
@@ -301,6 +304,8 @@ mod tests {
                     <DT><A HREF=\"https://news.example/story?id=1\" ADD_DATE=\"1\">Story</A>\n\
                     wiki https://en.wikipedia.org/wiki/Rust_(programming_language).\n\
                     www.example.net/page\n\
+                    <DL><p>\n\
+                    </DL>\n\
                     Just some words here.";
         let found = scan_text(text);
         assert_eq!(

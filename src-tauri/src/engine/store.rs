@@ -46,6 +46,7 @@ pub fn migrations() -> Migrations<'static> {
         )),
         M::up(include_str!("../../migrations/0003_fair_batches.sql")),
         M::up(include_str!("../../migrations/0004_blocked_pages.sql")),
+        M::up(include_str!("../../migrations/0005_job_browsing.sql")),
     ])
 }
 
@@ -231,6 +232,24 @@ pub struct HostState {
     /// Connections allowed while the host recovers from a rate limit (null: the policy's).
     pub concurrency_limit: Option<u32>,
     pub pending: u64,
+}
+
+/// A host and how many jobs it has, for the window's host filter.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostCount {
+    pub host: String,
+    pub jobs: u64,
+}
+
+/// A batch (one paste, drop or `add`) and how many jobs it holds.
+#[derive(Debug, Clone, Serialize)]
+pub struct BatchInfo {
+    pub id: i64,
+    pub name: String,
+    pub source: String,
+    #[serde(serialize_with = "ser_time")]
+    pub created_at: Millis,
+    pub jobs: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -452,6 +471,11 @@ impl Store {
                     id: tx.last_insert_rowid(),
                     url: job.url.clone(),
                 });
+            }
+            // A batch made in an earlier transaction may have been closed as empty by a worker
+            // going idle in between; its new jobs put it back in the rotation.
+            if out.iter().any(|e| matches!(e, Enqueued::Queued { .. })) {
+                tx.execute("UPDATE batches SET open = 1 WHERE id = ?1", [batch_id])?;
             }
             Ok(out)
         })
@@ -693,33 +717,7 @@ impl Store {
 
     /// Jobs newest first, narrowed by `filter`.
     pub fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>> {
-        let mut sql = format!(
-            "SELECT {JOB_COLUMNS} FROM jobs j LEFT JOIN batches b ON b.id = j.batch_id WHERE 1 = 1"
-        );
-        let mut args: Vec<rusqlite::types::Value> = Vec::new();
-        if let Some(s) = filter.status {
-            sql.push_str(" AND j.status = ?");
-            args.push(s.as_str().to_string().into());
-        }
-        if let Some(h) = &filter.host {
-            sql.push_str(" AND j.host = ?");
-            args.push(h.to_lowercase().into());
-        }
-        if let Some(b) = filter.batch_id {
-            sql.push_str(" AND j.batch_id = ?");
-            args.push(b.into());
-        }
-        if let Some(q) = filter.search.as_deref().filter(|q| !q.is_empty()) {
-            sql.push_str(" AND (j.url LIKE ? ESCAPE '\\' OR j.title LIKE ? ESCAPE '\\')");
-            let pat = format!(
-                "%{}%",
-                q.replace('\\', "\\\\")
-                    .replace('%', "\\%")
-                    .replace('_', "\\_")
-            );
-            args.push(pat.clone().into());
-            args.push(pat.into());
-        }
+        let (mut sql, mut args) = filter_sql(filter, &format!("SELECT {JOB_COLUMNS}"));
         if let Some(before) = filter.before_id {
             sql.push_str(" AND j.id < ?");
             args.push(before.into());
@@ -735,6 +733,96 @@ impl Store {
             .query_map(rusqlite::params_from_iter(args), job_from_row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows)
+    }
+
+    /// How many jobs match `filter`, ignoring its paging.
+    pub fn count_jobs(&self, filter: &JobFilter) -> Result<u64> {
+        let (sql, args) = filter_sql(filter, "SELECT count(*)");
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(&sql)?;
+        Ok(stmt.query_row(rusqlite::params_from_iter(args), |r| r.get(0))?)
+    }
+
+    /// Hosts with jobs, most jobs first, for the host filter.
+    pub fn job_hosts(&self, limit: u32) -> Result<Vec<HostCount>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT host, count(*) AS n FROM jobs GROUP BY host ORDER BY n DESC, host LIMIT ?1",
+        )?;
+        let rows = stmt
+            .query_map([limit], |r| {
+                Ok(HostCount {
+                    host: r.get(0)?,
+                    jobs: r.get(1)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// The newest batches with their job counts, for the batch filter.
+    pub fn batches(&self, limit: u32) -> Result<Vec<BatchInfo>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT b.id, b.name, b.source, b.created_at, \
+                 (SELECT count(*) FROM jobs j WHERE j.batch_id = b.id) \
+             FROM batches b ORDER BY b.id DESC LIMIT ?1",
+        )?;
+        let rows = stmt
+            .query_map([limit], |r| {
+                Ok(BatchInfo {
+                    id: r.get(0)?,
+                    name: r.get(1)?,
+                    source: r.get(2)?,
+                    created_at: r.get(3)?,
+                    jobs: r.get(4)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Remove jobs and their attempt history. A running job is refused: cancel it first, so no
+    /// fetch in flight writes a document for a job that no longer exists. Saved documents stay
+    /// in the library.
+    pub fn delete(&self, ids: &[i64]) -> Result<Vec<ActionResult>> {
+        self.write(|tx| {
+            let mut out = Vec::with_capacity(ids.len());
+            for &id in ids {
+                match status_of(tx, id)? {
+                    None => out.push(ActionResult::NotFound { id }),
+                    Some(Status::Running) => out.push(ActionResult::WrongState {
+                        id,
+                        status: Status::Running,
+                    }),
+                    Some(_) => {
+                        tx.execute("DELETE FROM jobs WHERE id = ?1", [id])?;
+                        out.push(ActionResult::Done { id });
+                    }
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// A free-form setting (JSON text), or `None` when never set.
+    pub fn setting(&self, key: &str) -> Result<Option<String>> {
+        let conn = self.conn()?;
+        Ok(conn
+            .prepare_cached("SELECT value FROM settings WHERE key = ?1")?
+            .query_row([key], |r| r.get(0))
+            .optional()?)
+    }
+
+    pub fn set_setting(&self, key: &str, value: &str) -> Result<()> {
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO settings (key, value) VALUES (?1, ?2) \
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [key, value],
+            )?;
+            Ok(())
+        })
     }
 
     /// Dead jobs back to pending with a fresh budget; pending jobs made due now.
@@ -999,6 +1087,42 @@ impl Store {
     }
 }
 
+/// `head` plus the WHERE clause for `filter` (without paging), and its arguments.
+fn filter_sql(filter: &JobFilter, head: &str) -> (String, Vec<rusqlite::types::Value>) {
+    let mut sql =
+        format!("{head} FROM jobs j LEFT JOIN batches b ON b.id = j.batch_id WHERE 1 = 1");
+    let mut args: Vec<rusqlite::types::Value> = Vec::new();
+    if let Some(s) = filter.status {
+        sql.push_str(" AND j.status = ?");
+        args.push(s.as_str().to_string().into());
+    }
+    if let Some(h) = filter.host.as_deref().filter(|h| !h.is_empty()) {
+        sql.push_str(" AND j.host = ?");
+        args.push(h.trim().to_lowercase().into());
+    }
+    if let Some(b) = filter.batch_id {
+        sql.push_str(" AND j.batch_id = ?");
+        args.push(b.into());
+    }
+    if let Some(q) = filter
+        .search
+        .as_deref()
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+    {
+        sql.push_str(" AND (j.url LIKE ? ESCAPE '\\' OR j.title LIKE ? ESCAPE '\\')");
+        let pat = format!(
+            "%{}%",
+            q.replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
+        );
+        args.push(pat.clone().into());
+        args.push(pat.into());
+    }
+    (sql, args)
+}
+
 fn queue_paused(conn: &Connection) -> Result<bool> {
     let v: Option<String> = conn
         .prepare_cached("SELECT value FROM settings WHERE key = 'queue_paused'")?
@@ -1233,7 +1357,7 @@ mod tests {
         let v: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .expect("version");
-        assert_eq!(v, 4);
+        assert_eq!(v, 5);
         let (url, notified): (String, i64) = conn
             .query_row("SELECT url, dead_notified FROM jobs", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))
@@ -1305,6 +1429,21 @@ mod tests {
                 .expect("claim")
                 .is_none()
         );
+    }
+
+    #[test]
+    fn a_batch_closed_while_empty_reopens_when_its_jobs_arrive() {
+        let s = Store::open_in_memory().expect("store");
+        let batch = s.create_batch("paste", "paste", 0).expect("batch");
+        // A worker going idle between the batch's creation and its enqueue closes it as empty.
+        s.recover(&Policy::default(), 1, |_| true).expect("recover");
+        s.enqueue(Some(batch), &[job("http://a.example/1")], 5, 2)
+            .expect("enqueue");
+        let claimed = s
+            .claim("w", 3, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("the new job is claimable");
+        assert_eq!(claimed.url, "http://a.example/1");
     }
 
     #[test]

@@ -1,0 +1,404 @@
+//! The real desktop app under test: a private X server (Xvfb), a private D-Bus session bus with a
+//! notification server of our own on it, and `tauri-driver` + `WebKitWebDriver` driving the real
+//! `gleaner` binary over WebDriver.
+//!
+//! Every process is started here and killed for real when the session ends (or the test panics).
+
+use std::collections::HashMap;
+use std::io::{BufRead as _, BufReader};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+/// One `org.freedesktop.Notifications.Notify` call seen on the private bus.
+#[derive(Debug, Clone)]
+pub struct Notified {
+    pub app_name: String,
+    pub summary: String,
+    pub body: String,
+}
+
+/// The notification server: records every Notify call and answers like a desktop would.
+struct NotificationServer {
+    log: Arc<Mutex<Vec<Notified>>>,
+    next_id: u32,
+}
+
+#[zbus::interface(name = "org.freedesktop.Notifications")]
+impl NotificationServer {
+    #[allow(clippy::too_many_arguments)]
+    fn notify(
+        &mut self,
+        app_name: String,
+        _replaces_id: u32,
+        _app_icon: String,
+        summary: String,
+        body: String,
+        _actions: Vec<String>,
+        _hints: HashMap<String, zbus::zvariant::OwnedValue>,
+        _expire_timeout: i32,
+    ) -> u32 {
+        if let Ok(mut log) = self.log.lock() {
+            log.push(Notified {
+                app_name,
+                summary,
+                body,
+            });
+        }
+        self.next_id += 1;
+        self.next_id
+    }
+
+    fn get_capabilities(&self) -> Vec<String> {
+        vec!["body".into()]
+    }
+
+    fn get_server_information(&self) -> (String, String, String, String) {
+        (
+            "gleaner-test-notifications".into(),
+            "gleaner".into(),
+            "1.0".into(),
+            "1.2".into(),
+        )
+    }
+
+    fn close_notification(&self, _id: u32) {}
+}
+
+/// Serializes GUI sessions within a test binary: each one runs a whole WebKit, and two at once
+/// on a small machine only make both slow.
+pub static GUI_LOCK: Mutex<()> = Mutex::new(());
+
+pub struct DesktopSession {
+    pub client: Client,
+    pub data_dir: tempfile::TempDir,
+    notifications: Arc<Mutex<Vec<Notified>>>,
+    /// Killed in reverse order on drop: driver (with the app in its process group), bus, X.
+    children: Vec<(String, Child)>,
+    _bus: zbus::blocking::Connection,
+    pub display: String,
+    pub bus_address: String,
+}
+
+fn find_tool(name: &str) -> PathBuf {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    if let Some(home) = std::env::var_os("CARGO_HOME") {
+        dirs.push(PathBuf::from(home).join("bin"));
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        dirs.push(PathBuf::from(home).join(".cargo/bin"));
+    }
+    dirs.into_iter()
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!("{name} is not installed: run `scripts/install-deps.sh --gui` (the GUI tests need it)")
+        })
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// Spawn `cmd` and return it with the first line it prints on stdout.
+fn spawn_reading_line(mut cmd: Command, what: &str) -> (Child, String) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(20))
+        .unwrap_or_else(|_| panic!("{what} printed nothing within 20 s"));
+    assert!(!line.trim().is_empty(), "{what} exited without printing");
+    (child, line.trim().to_string())
+}
+
+impl DesktopSession {
+    /// Start X, the bus, the notification server, tauri-driver, and the app on a fresh data
+    /// folder; returns once the window has loaded and said "Ready.".
+    pub async fn launch() -> DesktopSession {
+        let data_dir = tempfile::tempdir().expect("temp data dir");
+        Self::launch_in(data_dir).await
+    }
+
+    pub async fn launch_in(data_dir: tempfile::TempDir) -> DesktopSession {
+        let app = crate::gleaner_bin();
+        let mut children = Vec::new();
+
+        let mut xvfb = Command::new(find_tool("Xvfb"));
+        xvfb.args([
+            "-displayfd",
+            "1",
+            "-screen",
+            "0",
+            "1280x800x24",
+            "-nolisten",
+            "tcp",
+        ]);
+        let (x, number) = spawn_reading_line(xvfb, "Xvfb");
+        children.push(("Xvfb".to_string(), x));
+        let display = format!(":{number}");
+
+        let mut dbus = Command::new(find_tool("dbus-daemon"));
+        dbus.args(["--session", "--nofork", "--print-address=1"]);
+        let (bus, bus_address) = spawn_reading_line(dbus, "dbus-daemon");
+        children.push(("dbus-daemon".to_string(), bus));
+
+        let notifications = Arc::new(Mutex::new(Vec::new()));
+        let server = NotificationServer {
+            log: notifications.clone(),
+            next_id: 0,
+        };
+        let bus_conn = zbus::blocking::connection::Builder::address(bus_address.as_str())
+            .and_then(|b| b.name("org.freedesktop.Notifications"))
+            .and_then(|b| b.serve_at("/org/freedesktop/Notifications", server))
+            .and_then(|b| b.build())
+            .expect("notification server on the private bus");
+
+        let (port, native_port) = (free_port(), free_port());
+        let log_path = data_dir.path().join("app.log");
+        let log = std::fs::File::create(&log_path).expect("app log file");
+        let mut driver = Command::new(find_tool("tauri-driver"));
+        driver
+            .args([
+                "--port",
+                &port.to_string(),
+                "--native-port",
+                &native_port.to_string(),
+                "--native-driver",
+            ])
+            .arg(find_tool("WebKitWebDriver"))
+            .env("DISPLAY", &display)
+            .env("DBUS_SESSION_BUS_ADDRESS", &bus_address)
+            .env("GLEANER_DATA_DIR", data_dir.path())
+            .env("GLEANER_LOG", "info")
+            .env_remove("WAYLAND_DISPLAY")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log handle"))
+            .stderr(log);
+        {
+            use std::os::unix::process::CommandExt as _;
+            // Its own process group, so the app it starts dies with it.
+            driver.process_group(0);
+        }
+        let driver = driver.spawn().expect("cannot start tauri-driver");
+        children.push(("tauri-driver".to_string(), driver));
+
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "tauri-driver did not listen on port {port} within 20 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "tauri:options".into(),
+            json!({ "application": app.to_string_lossy() }),
+        );
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        let client = ClientBuilder::new(connector)
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+            .unwrap_or_else(|e| {
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                panic!("cannot start a WebDriver session with the app: {e}\n--- app log ---\n{log}")
+            });
+        let session = DesktopSession {
+            client,
+            data_dir,
+            notifications,
+            children,
+            _bus: bus_conn,
+            display,
+            bus_address,
+        };
+        session
+            .wait_text("status", |t| t == "Ready.", "the window to load")
+            .await;
+        session
+    }
+
+    pub fn db_path(&self) -> PathBuf {
+        self.data_dir.path().join("gleaner.db")
+    }
+
+    /// The app's own log (tauri-driver, WebKitWebDriver and the app write to it).
+    pub fn app_log(&self) -> String {
+        std::fs::read_to_string(self.data_dir.path().join("app.log")).unwrap_or_default()
+    }
+
+    pub fn notifications(&self) -> Vec<Notified> {
+        self.notifications
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default()
+    }
+
+    pub async fn by_id(&self, id: &str) -> fantoccini::elements::Element {
+        self.client
+            .find(Locator::Id(id))
+            .await
+            .unwrap_or_else(|e| panic!("no element #{id}: {e}"))
+    }
+
+    pub async fn text(&self, id: &str) -> String {
+        self.by_id(id).await.text().await.unwrap_or_default()
+    }
+
+    /// Type into a field as a person would: click it, then keys. A newline is the Enter key
+    /// (WebKitWebDriver types a literal "\n" as nothing).
+    pub async fn type_into(&self, id: &str, text: &str) {
+        let field = self.by_id(id).await;
+        field.click().await.expect("click field");
+        field
+            .send_keys(&text.replace('\n', "\u{E007}"))
+            .await
+            .expect("type");
+    }
+
+    pub async fn click(&self, id: &str) {
+        self.by_id(id)
+            .await
+            .click()
+            .await
+            .unwrap_or_else(|e| panic!("cannot click #{id}: {e}"));
+    }
+
+    pub async fn js(&self, script: &str, args: Vec<Value>) -> Value {
+        self.client
+            .execute(script, args)
+            .await
+            .unwrap_or_else(|e| panic!("script failed: {e}\n{script}"))
+    }
+
+    /// The job table as the user sees it: one map per row, keyed by column heading.
+    pub async fn rows(&self) -> Vec<HashMap<String, String>> {
+        let v = self
+            .js(
+                "const heads = Array.from(document.querySelectorAll('#jobs thead th')).map((th) => th.textContent.trim());\
+                 return Array.from(document.querySelectorAll('#job-rows tr')).map((tr) => {\
+                   const row = { id: tr.dataset.id };\
+                   Array.from(tr.children).forEach((td, i) => { row[heads[i]] = td.textContent; });\
+                   return row; });",
+                vec![],
+            )
+            .await;
+        serde_json::from_value(v).unwrap_or_default()
+    }
+
+    /// Poll until `ok` holds for the text of `#id`.
+    pub async fn wait_text(&self, id: &str, ok: impl Fn(&str) -> bool, what: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let t = self
+                .client
+                .find(Locator::Id(id))
+                .await
+                .ok()
+                .map(|e| async move { e.text().await.unwrap_or_default() });
+            let t = match t {
+                Some(f) => f.await,
+                None => String::new(),
+            };
+            if ok(&t) {
+                return t;
+            }
+            if Instant::now() >= deadline {
+                panic!(
+                    "timed out waiting for {what}; #{id} says {t:?}; the status line says {:?}\n--- app log ---\n{}",
+                    self.text("status").await,
+                    self.app_log()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Poll the job table until `ok` holds for its rows.
+    pub async fn wait_rows(
+        &self,
+        ok: impl Fn(&[HashMap<String, String>]) -> bool,
+        what: &str,
+    ) -> Vec<HashMap<String, String>> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let rows = self.rows().await;
+            if ok(&rows) {
+                return rows;
+            }
+            if Instant::now() >= deadline {
+                panic!(
+                    "timed out waiting for {what}; the status line says {:?}; rows: {rows:#?}\n--- app log ---\n{}",
+                    self.text("status").await,
+                    self.app_log()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Save what the window shows to `target/screenshots/<name>.png`.
+    pub async fn screenshot(&self, name: &str) -> PathBuf {
+        let png = self.client.screenshot().await.expect("screenshot");
+        let dir = screenshot_dir();
+        std::fs::create_dir_all(&dir).expect("screenshot dir");
+        let path = dir.join(format!("{name}.png"));
+        std::fs::write(&path, png).expect("write screenshot");
+        path
+    }
+
+    /// End the WebDriver session (which closes the app), then stop everything else.
+    pub async fn finish(self) {
+        let DesktopSession { client, .. } = &self;
+        if let Err(e) = client.clone().close().await {
+            eprintln!("closing the WebDriver session: {e}");
+        }
+        drop(self);
+    }
+}
+
+impl Drop for DesktopSession {
+    fn drop(&mut self) {
+        while let Some((name, mut child)) = self.children.pop() {
+            if name == "tauri-driver" {
+                // The whole group: tauri-driver, WebKitWebDriver and the app.
+                let _ = Command::new("kill")
+                    .args(["-KILL", "--", &format!("-{}", child.id())])
+                    .status();
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// `target/screenshots`, beside the test binaries' profile folder.
+pub fn screenshot_dir() -> PathBuf {
+    let bin = crate::gleaner_bin();
+    bin.parent()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new("target"))
+        .join("screenshots")
+}

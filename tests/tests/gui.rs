@@ -1,0 +1,428 @@
+//! End-to-end tests of the desktop app, used as a person would: the real `gleaner` window under
+//! Xvfb, driven through tauri-driver + WebKitWebDriver, fetching from the fault server on
+//! loopback, with OS notifications observed on a private D-Bus session bus.
+//!
+//! Screenshots of the main states go to `target/screenshots/`.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use fantoccini::Locator;
+use gleaner_tests::desktop::{DesktopSession, GUI_LOCK};
+use gleaner_tests::server::{Behavior, FaultServer};
+use serde_json::json;
+
+/// Run one GUI scenario on its own runtime, one at a time.
+fn gui(scenario: impl Future<Output = ()>) {
+    let _one_at_a_time = GUI_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+        .block_on(scenario);
+}
+
+fn pct(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+fn col<'a>(row: &'a HashMap<String, String>, name: &str) -> &'a str {
+    row.get(name).map(String::as_str).unwrap_or("")
+}
+
+fn all_status(rows: &[HashMap<String, String>], n: usize, status: &str) -> bool {
+    rows.len() == n && rows.iter().all(|r| col(r, "Status") == status)
+}
+
+async fn wait_notifications(s: &DesktopSession, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while s.notifications().len() < n {
+        assert!(
+            Instant::now() < deadline,
+            "expected {n} notification(s), saw {:?}\n--- app log ---\n{}",
+            s.notifications(),
+            s.app_log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn select_row(s: &DesktopSession, id: &str) {
+    // Live updates re-render the table, so a row found a moment ago may be gone: find again.
+    let css = format!("#job-rows tr[data-id=\"{id}\"] td.url");
+    let mut tries = 0;
+    loop {
+        let clicked = match s.client.find(Locator::Css(&css)).await {
+            Ok(row) => row.click().await.map(|_| ()),
+            Err(e) => Err(e),
+        };
+        match clicked {
+            Ok(()) => break,
+            Err(e) if tries < 20 => {
+                tries += 1;
+                eprintln!("row {id} not clickable yet: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("cannot click row {id}: {e}"),
+        }
+    }
+    s.wait_text(
+        "details-heading",
+        |t| t == format!("Job {id}"),
+        "the details pane",
+    )
+    .await;
+}
+
+#[test]
+fn pasted_text_queues_its_links_and_they_finish() {
+    gui(async {
+        let server = FaultServer::start();
+        let s = DesktopSession::launch().await;
+        let text = format!(
+            "Reading list for Monday\n- [One]({})\n@misc{{two, url = {{{}}}}}\nAlso see {} today.\nftp://example.org/file.txt\n",
+            server.url("/page?title=One"),
+            server.url("/page?title=Two"),
+            server.url("/page?title=Three"),
+        );
+        s.type_into("urls", &text).await;
+        s.click("add").await;
+        let summary = s
+            .wait_text("add-summary", |t| t.contains("queued"), "the add summary")
+            .await;
+        assert_eq!(summary, "3 links queued, 0 duplicates, 1 rejected.");
+        let rejected = s.text("add-rejected").await;
+        assert!(
+            rejected.starts_with("ftp://example.org/file.txt: "),
+            "the rejected line says why: {rejected:?}"
+        );
+        let rows = s
+            .wait_rows(|r| all_status(r, 3, "done"), "three done jobs")
+            .await;
+        let mut titles: Vec<&str> = rows.iter().map(|r| col(r, "Title")).collect();
+        titles.sort_unstable();
+        assert_eq!(titles, ["One", "Three", "Two"]);
+        assert!(rows.iter().all(|r| col(r, "Attempts") == "1 of 6"));
+        let counts = s.text("counts").await;
+        assert!(counts.contains("done3"), "header counts: {counts:?}");
+        s.screenshot("jobs-done").await;
+        s.finish().await;
+    });
+}
+
+#[test]
+fn a_404_dies_and_raises_exactly_one_notification_naming_the_url() {
+    gui(async {
+        let server = FaultServer::start();
+        let s = DesktopSession::launch().await;
+        let url = server.url("/status/404");
+        // Ctrl+Enter adds, as the hint says.
+        s.type_into("urls", &url).await;
+        s.type_into("urls", "\u{E009}\u{E007}\u{E000}").await;
+        let rows = s
+            .wait_rows(|r| all_status(r, 1, "dead"), "the job to die")
+            .await;
+        assert_eq!(
+            col(&rows[0], "Last error"),
+            "permanent failure: 404 Not Found"
+        );
+        assert_eq!(col(&rows[0], "Attempts"), "1 of 6");
+        wait_notifications(&s, 1).await;
+        // A later burst of job events must not announce the same death again.
+        s.type_into("urls", &server.url("/page?title=After")).await;
+        s.click("add").await;
+        s.wait_rows(
+            |r| r.len() == 2 && col(&r[0], "Status") == "done",
+            "the next job",
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let seen = s.notifications();
+        assert_eq!(seen.len(), 1, "exactly one Notify call: {seen:?}");
+        assert!(seen[0].body.contains(&url), "names the URL: {seen:?}");
+        assert!(seen[0].body.contains("404 Not Found"), "says why: {seen:?}");
+        s.screenshot("dead-job").await;
+        s.finish().await;
+    });
+}
+
+#[test]
+fn retry_brings_a_dead_job_back_with_its_history() {
+    gui(async {
+        let server = FaultServer::start();
+        let path = "/page?title=Second%20chance";
+        server.script(path, vec![Behavior::Status(410)]);
+        let s = DesktopSession::launch().await;
+        s.type_into("urls", &server.url(path)).await;
+        s.click("add").await;
+        let rows = s
+            .wait_rows(|r| all_status(r, 1, "dead"), "the job to die")
+            .await;
+        let id = rows[0]["id"].clone();
+        select_row(&s, &id).await;
+        assert_eq!(s.text("d-status").await, "dead");
+        assert_eq!(s.text("d-retry").await, "Retry");
+        s.click("d-retry").await;
+        let rows = s
+            .wait_rows(|r| all_status(r, 1, "done"), "the retried job to finish")
+            .await;
+        assert_eq!(col(&rows[0], "Title"), "Second chance");
+        s.wait_text("d-status", |t| t == "done", "the details to follow")
+            .await;
+        let attempts = s
+            .js(
+                "return Array.from(document.querySelectorAll('#attempt-rows tr')).map((tr) => \
+                 Array.from(tr.children).map((td) => td.textContent));",
+                vec![],
+            )
+            .await;
+        let attempts: Vec<Vec<String>> = serde_json::from_value(attempts).expect("rows");
+        assert_eq!(attempts.len(), 2, "both attempts are kept: {attempts:?}");
+        assert_eq!(attempts[0][2], "permanent failure");
+        assert_eq!(attempts[0][3], "410");
+        assert_eq!(attempts[1][2], "fetched");
+        assert_eq!(server.hits(path), 2);
+        let document = s.text("d-document").await;
+        assert!(
+            document.ends_with(".md") && std::path::Path::new(&document).exists(),
+            "the saved document is named: {document:?}"
+        );
+        s.screenshot("details-after-retry").await;
+        s.finish().await;
+    });
+}
+
+#[test]
+fn dropped_links_and_bookmark_files_are_queued() {
+    gui(async {
+        let server = FaultServer::start();
+        let s = DesktopSession::launch().await;
+        // A link dragged from a browser: text/uri-list, with its comment line.
+        s.js(
+            "const dt = new DataTransfer();\
+             dt.setData('text/uri-list', arguments[0]);\
+             document.querySelector('main').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));",
+            vec![json!(format!("# dragged\r\n{}\r\n", server.url("/page?title=Dragged")))],
+        )
+        .await;
+        s.wait_text(
+            "add-summary",
+            |t| t == "1 link queued, 0 duplicates, 0 rejected.",
+            "the drop summary",
+        )
+        .await;
+        // A bookmarks file exported from a browser.
+        let bookmarks = format!(
+            "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL><p>\n<DT><A HREF=\"{}\" ADD_DATE=\"1\">A</A>\n<DT><A HREF=\"{}\">B</A>\n</DL>\n",
+            server.url("/page?title=Bookmark%20A"),
+            server.url("/page?title=Bookmark%20B"),
+        );
+        s.js(
+            "const dt = new DataTransfer();\
+             dt.items.add(new File([arguments[0]], 'bookmarks.html', { type: 'text/html' }));\
+             document.body.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));",
+            vec![json!(bookmarks)],
+        )
+        .await;
+        s.wait_text(
+            "add-summary",
+            |t| t == "2 links queued, 0 duplicates, 0 rejected.",
+            "the file drop summary",
+        )
+        .await;
+        let rows = s
+            .wait_rows(|r| all_status(r, 3, "done"), "three done jobs")
+            .await;
+        let mut titles: Vec<&str> = rows.iter().map(|r| col(r, "Title")).collect();
+        titles.sort_unstable();
+        assert_eq!(titles, ["Bookmark A", "Bookmark B", "Dragged"]);
+        s.finish().await;
+    });
+}
+
+#[test]
+fn a_hostile_page_title_is_shown_as_text_and_runs_nothing() {
+    gui(async {
+        let server = FaultServer::start();
+        let s = DesktopSession::launch().await;
+        let title = r#"<img src=x onerror="document.title='pwned'">"#;
+        s.type_into("urls", &server.url(&format!("/page?title={}", pct(title))))
+            .await;
+        s.click("add").await;
+        let rows = s
+            .wait_rows(|r| all_status(r, 1, "done"), "the page to be fetched")
+            .await;
+        assert_eq!(col(&rows[0], "Title"), title, "the title appears literally");
+        select_row(&s, &rows[0]["id"]).await;
+        assert_eq!(s.text("d-title").await, title);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let page = s
+            .js(
+                "return { title: document.title, imgs: document.querySelectorAll('img').length };",
+                vec![],
+            )
+            .await;
+        assert_eq!(page["title"], "Gleaner", "no script from the title ran");
+        assert_eq!(page["imgs"], 0, "no element was made from the title");
+        s.screenshot("hostile-title").await;
+        s.finish().await;
+    });
+}
+
+#[test]
+fn filters_and_search_narrow_the_job_table() {
+    gui(async {
+        let a = FaultServer::start_on("127.0.0.1");
+        let b = FaultServer::start_on("127.0.0.2");
+        let s = DesktopSession::launch().await;
+        let text = [
+            a.url("/page?title=Alpha%20one"),
+            a.url("/page?title=Alpha%20two"),
+            a.url("/page?title=Beta%20three"),
+            b.url("/status/404"),
+        ]
+        .join("\n");
+        s.type_into("urls", &text).await;
+        s.click("add").await;
+        s.wait_rows(
+            |r| {
+                r.len() == 4
+                    && r.iter().filter(|r| col(r, "Status") == "done").count() == 3
+                    && r.iter().filter(|r| col(r, "Status") == "dead").count() == 1
+            },
+            "three done, one dead",
+        )
+        .await;
+
+        s.by_id("filter-status")
+            .await
+            .select_by_value("dead")
+            .await
+            .expect("choose Dead");
+        let rows = s
+            .wait_rows(|r| all_status(r, 1, "dead"), "only the dead job")
+            .await;
+        assert!(col(&rows[0], "URL").contains("127.0.0.2"));
+        s.by_id("filter-status")
+            .await
+            .select_by_value("")
+            .await
+            .expect("choose All");
+        s.wait_rows(|r| r.len() == 4, "all four again").await;
+
+        s.type_into("filter-host", "127.0.0.2").await;
+        s.wait_rows(|r| all_status(r, 1, "dead"), "only the second host")
+            .await;
+        s.by_id("filter-host").await.clear().await.expect("clear");
+        s.type_into("filter-search", "Alpha").await;
+        let rows = s.wait_rows(|r| r.len() == 2, "the two Alpha pages").await;
+        assert!(rows.iter().all(|r| col(r, "Title").starts_with("Alpha")));
+        let summary = s.text("table-summary").await;
+        assert_eq!(summary, "Showing 2 of 2 jobs, newest first.");
+        s.screenshot("search").await;
+
+        // The header's dead count is a filter too.
+        s.by_id("filter-search").await.clear().await.expect("clear");
+        s.wait_rows(|r| r.len() == 4, "all four again").await;
+        s.client
+            .find(Locator::Css(".chip-dead"))
+            .await
+            .expect("dead chip")
+            .click()
+            .await
+            .expect("click");
+        s.wait_rows(|r| all_status(r, 1, "dead"), "the dead chip filters")
+            .await;
+        s.finish().await;
+    });
+}
+
+#[test]
+fn settings_are_saved_applied_and_can_silence_notifications() {
+    gui(async {
+        let server = FaultServer::start();
+        let s = DesktopSession::launch().await;
+        s.click("open-settings").await;
+        s.wait_text(
+            "settings-heading",
+            |t| t == "Settings",
+            "the settings dialog",
+        )
+        .await;
+        let retries = s.by_id("s-retries").await;
+        assert_eq!(
+            retries.prop("value").await.ok().flatten().as_deref(),
+            Some("5")
+        );
+        retries.clear().await.expect("clear");
+        retries.send_keys("2").await.expect("type");
+        s.click("s-notify").await;
+        s.screenshot("settings").await;
+        s.click("settings-save").await;
+        s.wait_text("status", |t| t == "Settings saved and applied.", "the save")
+            .await;
+
+        let conn = rusqlite::Connection::open(s.db_path()).expect("db");
+        let (policy, notify): (String, String) = conn
+            .query_row(
+                "SELECT (SELECT value FROM settings WHERE key = 'policy'), \
+                        (SELECT value FROM settings WHERE key = 'notifications')",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .expect("saved settings");
+        let policy: serde_json::Value = serde_json::from_str(&policy).expect("policy json");
+        assert_eq!(policy["max_retries"], 2);
+        assert_eq!(notify, "false");
+
+        // Applied without a restart: the new budget shows, and a death raises no notification.
+        s.type_into("urls", &server.url("/status/404")).await;
+        s.click("add").await;
+        let rows = s
+            .wait_rows(|r| all_status(r, 1, "dead"), "the job to die")
+            .await;
+        assert_eq!(col(&rows[0], "Attempts"), "1 of 3");
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert!(s.notifications().is_empty(), "{:?}", s.notifications());
+        s.finish().await;
+    });
+}
+
+#[test]
+fn pausing_the_queue_holds_new_jobs_until_resumed() {
+    gui(async {
+        let server = FaultServer::start();
+        let s = DesktopSession::launch().await;
+        s.click("pause-queue").await;
+        s.wait_text(
+            "queue-state",
+            |t| t.starts_with("Queue paused"),
+            "the pause",
+        )
+        .await;
+        assert_eq!(s.text("pause-queue").await, "Resume queue");
+        s.type_into("urls", &server.url("/page?title=Held")).await;
+        s.click("add").await;
+        s.wait_rows(|r| all_status(r, 1, "pending"), "a pending job")
+            .await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert_eq!(server.total_hits(), 0, "nothing was fetched while paused");
+        s.screenshot("paused").await;
+        s.click("pause-queue").await;
+        s.wait_rows(
+            |r| all_status(r, 1, "done"),
+            "the job to run after resuming",
+        )
+        .await;
+        s.finish().await;
+    });
+}
