@@ -76,7 +76,9 @@ pub static GUI_LOCK: Mutex<()> = Mutex::new(());
 
 pub struct DesktopSession {
     pub client: Client,
-    pub data_dir: tempfile::TempDir,
+    /// The app's data folder (GLEANER_DATA_DIR).
+    pub data_dir: PathBuf,
+    _owned_dir: Option<tempfile::TempDir>,
     notifications: Arc<Mutex<Vec<Notified>>>,
     /// Killed in reverse order on drop: driver (with the app in its process group), bus, X.
     children: Vec<(String, Child)>,
@@ -135,11 +137,16 @@ impl DesktopSession {
     /// Start X, the bus, the notification server, tauri-driver, and the app on a fresh data
     /// folder; returns once the window has loaded and said "Ready.".
     pub async fn launch() -> DesktopSession {
-        let data_dir = tempfile::tempdir().expect("temp data dir");
-        Self::launch_in(data_dir).await
+        let dir = tempfile::tempdir().expect("temp data dir");
+        Self::start(dir.path().to_path_buf(), Some(dir)).await
     }
 
-    pub async fn launch_in(data_dir: tempfile::TempDir) -> DesktopSession {
+    /// As [`launch`](Self::launch), on an existing data folder that outlives the session.
+    pub async fn launch_in(data_dir: &Path) -> DesktopSession {
+        Self::start(data_dir.to_path_buf(), None).await
+    }
+
+    async fn start(data_dir: PathBuf, owned: Option<tempfile::TempDir>) -> DesktopSession {
         let app = crate::gleaner_bin();
         let mut children = Vec::new();
 
@@ -174,7 +181,7 @@ impl DesktopSession {
             .expect("notification server on the private bus");
 
         let (port, native_port) = (free_port(), free_port());
-        let log_path = data_dir.path().join("app.log");
+        let log_path = data_dir.join("app.log");
         let log = std::fs::File::create(&log_path).expect("app log file");
         let mut driver = Command::new(find_tool("tauri-driver"));
         driver
@@ -188,7 +195,7 @@ impl DesktopSession {
             .arg(find_tool("WebKitWebDriver"))
             .env("DISPLAY", &display)
             .env("DBUS_SESSION_BUS_ADDRESS", &bus_address)
-            .env("GLEANER_DATA_DIR", data_dir.path())
+            .env("GLEANER_DATA_DIR", &data_dir)
             .env("GLEANER_LOG", "info")
             .env_remove("WAYLAND_DISPLAY")
             .stdin(Stdio::null())
@@ -228,6 +235,7 @@ impl DesktopSession {
         let session = DesktopSession {
             client,
             data_dir,
+            _owned_dir: owned,
             notifications,
             children,
             _bus: bus_conn,
@@ -241,12 +249,12 @@ impl DesktopSession {
     }
 
     pub fn db_path(&self) -> PathBuf {
-        self.data_dir.path().join("gleaner.db")
+        self.data_dir.join("gleaner.db")
     }
 
     /// The app's own log (tauri-driver, WebKitWebDriver and the app write to it).
     pub fn app_log(&self) -> String {
-        std::fs::read_to_string(self.data_dir.path().join("app.log")).unwrap_or_default()
+        std::fs::read_to_string(self.data_dir.join("app.log")).unwrap_or_default()
     }
 
     pub fn notifications(&self) -> Vec<Notified> {
