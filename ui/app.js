@@ -290,15 +290,17 @@ function jobRow(job) {
   const status = el('td', 'status-cell');
   status.append(el('span', `badge badge-${job.status}`, job.status));
   const attempts = `${job.attempts} of ${Number(job.max_retries) + 1}`;
-  const next = el('td', 'next', nextRetryText(job));
+  const next = el('td', 'next col-next', nextRetryText(job));
   if (job.status === 'pending' && job.retry_after) next.dataset.due = job.retry_after;
-  tr.append(status, urlCell(job.url), el('td', 'title', job.title ?? ''), el('td', 'num', attempts), next,
-    el('td', 'error', classWords(job)));
+  tr.append(status, urlCell(job.url), el('td', 'title', job.title ?? ''), el('td', 'num col-attempts', attempts), next,
+    el('td', 'error col-error', classWords(job)));
   return tr;
 }
 
 function renderJobs() {
   rows.replaceChildren(...jobs.map(jobRow));
+  // With nothing selected, the first row holds the table's tab stop.
+  if (rows.firstElementChild && !jobs.some((j) => j.id === selectedId)) rows.firstElementChild.tabIndex = 0;
   empty.hidden = jobs.length > 0;
   loadMore.hidden = !more || jobs.length >= PAGE_MAX;
   const shown = jobs.length.toLocaleString();
@@ -444,6 +446,7 @@ function setText(id, text) {
 async function showDetails(id) {
   if (id === null) {
     details.hidden = true;
+    document.body.classList.remove('has-details');
     shown = null;
     return;
   }
@@ -460,6 +463,7 @@ async function showDetails(id) {
 function renderDetails(d) {
   const job = d.job;
   details.hidden = false;
+  document.body.classList.add('has-details');
   if (deleteArmed && shown?.job.id !== job.id) deleteArmed = false;
   setText('details-heading', `Job ${job.id}`);
   setText('d-title', job.title || '(no title yet)');
@@ -500,7 +504,7 @@ function renderDetails(d) {
   }));
 }
 
-$('details-close').addEventListener('click', () => {
+function closeDetails() {
   const id = selectedId;
   select(null);
   const row = rows.querySelector(`tr[data-id="${Number(id)}"]`);
@@ -508,6 +512,11 @@ $('details-close').addEventListener('click', () => {
     row.tabIndex = 0;
     row.focus();
   }
+}
+$('details-close').addEventListener('click', closeDetails);
+// Escape closes the details pane (the settings dialog handles its own Escape).
+document.addEventListener('keydown', (event) => {
+  if (event.key === 'Escape' && !dialog.open && selectedId !== null) closeDetails();
 });
 
 async function runAction(command, args, verb) {

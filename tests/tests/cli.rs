@@ -330,3 +330,21 @@ fn hosts_and_the_whole_queue_can_be_paused_and_resumed() {
     }
     assert_eq!(server.completions("/ok/1"), 1);
 }
+
+#[test]
+fn without_a_display_the_window_says_so_instead_of_crashing() {
+    let sb = Sandbox::new();
+    let out = sb
+        .cmd()
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .output()
+        .expect("run gleaner");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("no display to open the window on") && err.contains("gleaner --help"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}

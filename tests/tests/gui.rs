@@ -426,3 +426,73 @@ fn pausing_the_queue_holds_new_jobs_until_resumed() {
         s.finish().await;
     });
 }
+
+/// Press one key on whatever has the focus, as a keyboard does.
+async fn press(s: &DesktopSession, key: &str) {
+    s.client
+        .active_element()
+        .await
+        .expect("a focused element")
+        .send_keys(key)
+        .await
+        .expect("key press");
+}
+
+/// The focused element: its id, or "row N" for a job row.
+async fn focused(s: &DesktopSession) -> serde_json::Value {
+    s.js(
+        "const a = document.activeElement; \
+         return a.id || (a.dataset && a.dataset.id ? 'row ' + a.dataset.id : a.tagName);",
+        vec![],
+    )
+    .await
+}
+
+#[test]
+fn the_keyboard_alone_reaches_a_dead_job_and_retries_it() {
+    const TAB: &str = "\u{E004}";
+    const DOWN: &str = "\u{E015}";
+    const ENTER: &str = "\u{E007}";
+    const ESCAPE: &str = "\u{E00C}";
+    gui(async {
+        let server = FaultServer::start();
+        let path = "/page?title=Typed";
+        server.script(path, vec![Behavior::Status(404)]);
+        let s = DesktopSession::launch().await;
+        s.type_into(
+            "urls",
+            &format!("{}\n{}", server.url(path), server.url("/page?title=Other")),
+        )
+        .await;
+        s.type_into("urls", "\u{E009}\u{E007}\u{E000}").await;
+        s.wait_rows(
+            |r| r.len() == 2 && col(&r[1], "Status") == "dead" && col(&r[0], "Status") == "done",
+            "one dead, one done",
+        )
+        .await;
+        s.click("filter-search").await;
+        press(&s, TAB).await;
+        assert_eq!(focused(&s).await, "retry-all-dead");
+        press(&s, TAB).await;
+        assert_eq!(focused(&s).await, "row 2", "the table is the next tab stop");
+        press(&s, DOWN).await;
+        press(&s, DOWN).await;
+        assert_eq!(focused(&s).await, "row 1");
+        s.wait_text(
+            "details-heading",
+            |t| t == "Job 1",
+            "the details of the dead job",
+        )
+        .await;
+        press(&s, ENTER).await;
+        assert_eq!(focused(&s).await, "d-retry");
+        press(&s, ENTER).await;
+        s.wait_rows(|r| all_status(r, 2, "done"), "the retried job to finish")
+            .await;
+        press(&s, ESCAPE).await;
+        s.wait_text("details-heading", |t| t.is_empty(), "the details to close")
+            .await;
+        assert_eq!(focused(&s).await, "row 1", "focus returns to the row");
+        s.finish().await;
+    });
+}

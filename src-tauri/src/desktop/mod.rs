@@ -54,6 +54,16 @@ fn notifications_enabled(store: &Store) -> bool {
 
 /// Opens the desktop window over the queue in `data_dir` and blocks until it is closed.
 pub fn run(data_dir: PathBuf) -> anyhow::Result<()> {
+    // GTK would panic deep inside the event loop; say what is wrong instead.
+    let no_display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .all(|v| std::env::var_os(v).is_none_or(|d| d.is_empty()));
+    if cfg!(target_os = "linux") && no_display {
+        anyhow::bail!(
+            "there is no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); \
+             the subcommands work without one: see `gleaner --help`"
+        );
+    }
     let store = Arc::new(
         Store::open(&db_path(&data_dir))
             .with_context(|| format!("cannot open the queue in {}", data_dir.display()))?,
