@@ -496,3 +496,47 @@ fn the_keyboard_alone_reaches_a_dead_job_and_retries_it() {
         s.finish().await;
     });
 }
+
+#[test]
+fn ctrl_v_outside_a_text_box_adds_what_the_clipboard_holds() {
+    const CTRL: &str = "\u{E009}";
+    const RELEASE: &str = "\u{E000}";
+    gui(async {
+        let server = FaultServer::start();
+        let s = DesktopSession::launch().await;
+        // Put links on the real clipboard the way a person would: type them, select all, cut.
+        s.type_into("urls", &server.url("/page?title=From%20the%20clipboard"))
+            .await;
+        // One chord per call: WebKitWebDriver drops keys after a NULL inside one call.
+        press(&s, &format!("{CTRL}a{RELEASE}")).await;
+        press(&s, &format!("{CTRL}x{RELEASE}")).await;
+        assert_eq!(
+            s.by_id("urls")
+                .await
+                .prop("value")
+                .await
+                .ok()
+                .flatten()
+                .as_deref(),
+            Some(""),
+            "the text was cut to the clipboard"
+        );
+        // Focus something that is not a text box, then paste.
+        s.click("jobs-heading").await;
+        press(&s, &format!("{CTRL}v{RELEASE}")).await;
+        s.wait_text(
+            "add-summary",
+            |t| t == "1 link queued, 0 duplicates, 0 rejected.",
+            "the pasted link to be queued",
+        )
+        .await;
+        let rows = s
+            .wait_rows(
+                |r| all_status(r, 1, "done"),
+                "the pasted link to be fetched",
+            )
+            .await;
+        assert_eq!(col(&rows[0], "Title"), "From the clipboard");
+        s.finish().await;
+    });
+}
