@@ -20,6 +20,7 @@ const COMMANDS: &[&str] = &[
     "open_document",
     "open_library",
     "open_in_browser",
+    "export_library",
 ];
 
 fn main() {

@@ -143,6 +143,20 @@ pauseButton.addEventListener('click', async () => {
   }
 });
 
+$('export-library').addEventListener('click', async () => {
+  const button = $('export-library');
+  button.disabled = true;
+  say('Exporting the library…');
+  try {
+    const r = await call('export_library');
+    say(`Exported ${plural(r.documents, 'document')} to ${r.path} (JSON Lines: metadata and text).`);
+  } catch (err) {
+    say(String(err), true);
+  } finally {
+    button.disabled = false;
+  }
+});
+
 $('open-library').addEventListener('click', async () => {
   try {
     await call('open_library');
@@ -481,6 +495,7 @@ function renderDetails(d) {
     next.textContent = job.status === 'pending' ? 'queued' : '';
   }
   setText('d-error', classWords(job));
+  setText('d-type', job.content_type ?? '');
   setText('d-document', job.document ?? '');
   $('d-retry').textContent = job.status === 'pending' ? 'Fetch now' : 'Retry';
   $('d-retry').disabled = job.status === 'running';
@@ -594,6 +609,8 @@ $('open-settings').addEventListener('click', async () => {
     const s = await call('get_settings');
     for (const [key, input] of Object.entries(fields)) input.value = String(s[key]);
     $('s-notify').checked = Boolean(s.notifications);
+    $('s-keep-binary').checked = Boolean(s.keep_binary);
+    $('s-keep-raw').checked = Boolean(s.keep_raw);
     $('settings-error').textContent = '';
     dialog.showModal();
     fields.base_delay_secs.focus();
@@ -604,7 +621,11 @@ $('open-settings').addEventListener('click', async () => {
 
 $('settings-cancel').addEventListener('click', () => dialog.close());
 $('settings-save').addEventListener('click', async () => {
-  const settings = { notifications: $('s-notify').checked };
+  const settings = {
+    notifications: $('s-notify').checked,
+    keep_binary: $('s-keep-binary').checked,
+    keep_raw: $('s-keep-raw').checked,
+  };
   for (const [key, input] of Object.entries(fields)) {
     const n = Number(input.value);
     if (input.value.trim() === '' || !Number.isFinite(n)) {

@@ -22,7 +22,8 @@
 // reported that it has no pending job left. The workers count onCompleted /
 // onFailed callbacks; these must add up to N and match the db's Done / Failed
 // rows (none may be left pending or processing). A run in which plainjob
-// marked some no-op jobs Failed is still reported, with failed>0, ok=false.
+// marked some no-op jobs Failed, or a worker process crashed, is still
+// reported, with ok=false and the counts (see the drain line below).
 //
 // Durability: plainjob's defineQueue() itself runs
 //   journal_mode = WAL; synchronous = 1 (NORMAL); busy_timeout = 5000
@@ -123,10 +124,20 @@ async function childWorker(dbPath, sync) {
     process.once("message", (m) => { if (m === "go") resolve(); });
     process.send({ ready: true });
   });
-  await worker.start();
+  let crash = null;
+  try {
+    await worker.start();
+  } catch (e) {
+    // plainjob's worker loop rethrows errors from its own claim transactions
+    // (e.g. SQLITE_BUSY after its 5 s busy_timeout); its README's worker
+    // script then exits the process. Report it and exit non-zero likewise.
+    crash = String(e).split("\n")[0];
+  }
   const rss = maxRssMb();
-  queue.close();
-  process.send({ done: true, completed, failed, errors, rss });
+  process.send({ done: true, completed, failed, errors, crash, rss }, () => {
+    if (crash) process.exit(1);
+    queue.close();
+  });
 }
 
 // ------------------------------------------------------------------ parent
@@ -170,7 +181,9 @@ async function drain(dbPath, sync, workers, n) {
   await allReady;
   t0 = now();
   for (const cp of children) cp.send("go");
-  await Promise.all(exits);
+  // Wait for every worker process, crashed or not, before looking at the db.
+  await Promise.allSettled(exits);
+  if (results.length !== workers) throw new Error(`drain: only ${results.length} of ${workers} workers reported`);
   const seconds = (t1 - t0) / 1000;
 
   // Every job must have reached a terminal state through the workers, and
@@ -178,23 +191,26 @@ async function drain(dbPath, sync, workers, n) {
   const completed = results.reduce((a, m) => a + m.completed, 0);
   const failed = results.reduce((a, m) => a + m.failed, 0);
   const errors = {};
+  const count = (k) => { errors[k] = (errors[k] || 0) + 1; };
   for (const m of results) {
     for (const [k, v] of Object.entries(m.errors)) errors[k] = (errors[k] || 0) + v;
   }
+  const crashed = results.filter((m) => m.crash);
+  for (const m of crashed) count(`worker process crashed: ${m.crash}`);
   const db = new Database(dbPath, { readonly: true });
   const rows = db.prepare("SELECT status, COUNT(*) c FROM plainjob_jobs GROUP BY status").all();
   db.close();
   const byStatus = Object.fromEntries(rows.map((r) => [r.status, r.c]));
-  const dbDone = byStatus[JobStatus.Done] || 0;
-  const dbFailed = byStatus[JobStatus.Failed] || 0;
-  if (completed + failed !== n || dbDone !== completed || dbFailed !== failed ||
-      dbDone + dbFailed !== n) {
+  const st = (s) => byStatus[s] || 0;
+  if (st(JobStatus.Done) !== completed || st(JobStatus.Failed) !== failed) {
     throw new Error(`drain: workers counted ${completed} done + ${failed} failed, ` +
-                    `db has ${JSON.stringify(byStatus)}, expected ${n} done`);
+                    `db has ${JSON.stringify(byStatus)}`);
   }
-  if (failed) {
-    console.error(`plainjob drain: ${failed} no-op job(s) marked FAILED by plainjob: ` +
-                  JSON.stringify(errors));
+  if (!crashed.length && completed + failed !== n) {
+    throw new Error(`drain: ${completed + failed} of ${n} jobs finished, no worker crashed`);
+  }
+  if (failed || crashed.length) {
+    console.error(`plainjob drain: NOT OK: ${JSON.stringify(errors)}; db by status ${JSON.stringify(byStatus)}`);
   }
   const rssList = results.map((m) => m.rss);
   return {
@@ -202,6 +218,9 @@ async function drain(dbPath, sync, workers, n) {
     completed,
     failed,
     errors,
+    crashed: crashed.length,
+    pending: st(JobStatus.Pending),
+    processing: st(JobStatus.Processing),
     rssSum: rssList.reduce((a, b) => a + b, 0),
     rssMax: Math.max(...rssList),
   };
@@ -245,12 +264,17 @@ async function main() {
     }
     const d = await drain(dbPath, sync, workers, n);
     // completed = jobs plainjob marked Done; failed = jobs it marked Failed
-    // (only possible if its own bookkeeping throws -- the handler is a no-op).
-    // per_sec counts jobs brought to a terminal state; ok=false flags failures.
-    emit({ ...base, op: "drain", workers, n, seconds: d.seconds, per_sec: n / d.seconds,
+    // (only possible if its own bookkeeping throws -- the handler is a no-op);
+    // crashed_workers = worker processes whose plainjob loop threw. ok=false
+    // when any of those happened: then per_sec is completed jobs / seconds and
+    // the run is not a clean drain (pending/processing = jobs left behind).
+    const ok = d.failed === 0 && d.crashed === 0 && d.completed === n;
+    emit({ ...base, op: "drain", workers, n, seconds: d.seconds,
+           per_sec: d.completed / d.seconds,
            peak_rss_mb: d.rssSum, peak_rss_mb_max_proc: d.rssMax,
-           completed: d.completed, failed: d.failed, ok: d.failed === 0,
-           ...(d.failed ? { errors: d.errors } : {}) });
+           completed: d.completed, failed: d.failed, ok,
+           ...(ok ? {} : { crashed_workers: d.crashed, pending: d.pending,
+                           processing: d.processing, errors: d.errors }) });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

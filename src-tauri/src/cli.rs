@@ -69,6 +69,13 @@ pub struct PolicyFlags {
     /// Largest response body, after decompression, e.g. 50MB.
     #[arg(long, global = true, value_parser = parse_size, value_name = "SIZE")]
     pub max_body: Option<u64>,
+    /// Also save the fetched HTML/PDF/text bytes beside each Markdown document (true/false).
+    #[arg(long, global = true, value_name = "BOOL")]
+    pub keep_raw: Option<bool>,
+    /// Keep content that is not text (images, archives, video) raw beside a note (true), or
+    /// refuse it as a fatal failure (false).
+    #[arg(long, global = true, value_name = "BOOL")]
+    pub keep_other_types: Option<bool>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -251,6 +258,12 @@ impl PolicyFlags {
         }
         if let Some(v) = self.max_body {
             p.max_body = v;
+        }
+        if let Some(v) = self.keep_raw {
+            p.keep_raw = v;
+        }
+        if let Some(v) = self.keep_other_types {
+            p.keep_binary = v;
         }
         p
     }
@@ -459,46 +472,14 @@ async fn shutdown_signal() {
 }
 
 fn export(store: &Store, output: Option<PathBuf>) -> anyhow::Result<ExitCode> {
-    use std::io::Write;
-    let mut out: Box<dyn Write> = match &output {
+    let mut out: Box<dyn std::io::Write> = match &output {
         Some(path) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(path)
                 .with_context(|| format!("cannot create {}", path.display()))?,
         )),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
-    let mut written = 0;
-    let mut before_id = None;
-    loop {
-        let page = store.list_jobs(&JobFilter {
-            status: Some(Status::Done),
-            before_id,
-            limit: Some(500),
-            ..JobFilter::default()
-        })?;
-        let Some(last) = page.last() else { break };
-        before_id = Some(last.id);
-        for job in &page {
-            let Some(path) = &job.document else { continue };
-            let text = match std::fs::read_to_string(path) {
-                Ok(t) => t,
-                Err(e) => {
-                    tracing::warn!(job = job.id, "skipping {path}: {e}");
-                    continue;
-                }
-            };
-            let Some((mut meta, body)) = crate::engine::library::read_document(&text) else {
-                tracing::warn!(job = job.id, "skipping {path}: no front matter");
-                continue;
-            };
-            meta.insert("document".into(), path.clone().into());
-            meta.insert("text".into(), body.into());
-            serde_json::to_writer(&mut out, &meta)?;
-            out.write_all(b"\n")?;
-            written += 1;
-        }
-    }
-    out.flush()?;
+    let written = crate::engine::export::export_jsonl(store, &mut out)?;
     if output.is_some() {
         eprintln!(
             "exported {written} document{}",

@@ -209,13 +209,16 @@ impl DesktopSession {
         let driver = driver.spawn().expect("cannot start tauri-driver");
         children.push(("tauri-driver".to_string(), driver));
 
+        // tauri-driver forwards to WebKitWebDriver: both must be listening before a session.
         let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "tauri-driver did not listen on port {port} within 20 s"
-            );
-            std::thread::sleep(Duration::from_millis(50));
+        for p in [port, native_port] {
+            while TcpStream::connect(("127.0.0.1", p)).is_err() {
+                assert!(
+                    Instant::now() < deadline,
+                    "tauri-driver / WebKitWebDriver did not listen on port {p} within 20 s"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
         }
 
         let mut caps = serde_json::Map::new();
@@ -223,15 +226,30 @@ impl DesktopSession {
             "tauri:options".into(),
             json!({ "application": app.to_string_lossy() }),
         );
-        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-        let client = ClientBuilder::new(connector)
-            .capabilities(caps)
-            .connect(&format!("http://127.0.0.1:{port}"))
-            .await
-            .unwrap_or_else(|e| {
-                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-                panic!("cannot start a WebDriver session with the app: {e}\n--- app log ---\n{log}")
-            });
+        let mut attempt = 0;
+        let client = loop {
+            attempt += 1;
+            let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+            match ClientBuilder::new(connector)
+                .capabilities(caps.clone())
+                .connect(&format!("http://127.0.0.1:{port}"))
+                .await
+            {
+                Ok(client) => break client,
+                // A loaded machine can be slow to start WebKit; a second try is honest here,
+                // since what is under test is the app, not session start-up.
+                Err(e) if attempt < 3 => {
+                    eprintln!("WebDriver session attempt {attempt} failed: {e:?}; retrying");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                Err(e) => {
+                    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                    panic!(
+                        "cannot start a WebDriver session with the app: {e:?}\n--- app log ---\n{log}"
+                    )
+                }
+            }
+        };
         let session = DesktopSession {
             client,
             data_dir,

@@ -115,6 +115,29 @@ fn pasted_text_queues_its_links_and_they_finish() {
         let counts = s.text("counts").await;
         assert!(counts.contains("done3"), "header counts: {counts:?}");
         s.screenshot("jobs-done").await;
+
+        // Export the library from the window: one JSON object per document, with its text.
+        s.click("export-library").await;
+        let said = s
+            .wait_text("status", |t| t.starts_with("Exported"), "the export")
+            .await;
+        let path = said
+            .strip_prefix("Exported 3 documents to ")
+            .and_then(|rest| rest.split(" (JSON Lines").next())
+            .unwrap_or_else(|| panic!("the status line names the file: {said:?}"));
+        let exported = std::fs::read_to_string(path).expect("the export file");
+        let docs: Vec<serde_json::Value> = exported
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+            .collect();
+        assert_eq!(docs.len(), 3);
+        let mut titles: Vec<&str> = docs.iter().filter_map(|d| d["title"].as_str()).collect();
+        titles.sort_unstable();
+        assert_eq!(titles, ["One", "Three", "Two"]);
+        assert!(
+            docs.iter()
+                .all(|d| d["text"].as_str().is_some_and(|t| !t.is_empty()))
+        );
         s.finish().await;
     });
 }
@@ -366,6 +389,8 @@ fn settings_are_saved_applied_and_can_silence_notifications() {
         retries.clear().await.expect("clear");
         retries.send_keys("2").await.expect("type");
         s.click("s-notify").await;
+        // Refuse content that is not text.
+        s.click("s-keep-binary").await;
         s.screenshot("settings").await;
         s.click("settings-save").await;
         s.wait_text("status", |t| t == "Settings saved and applied.", "the save")
@@ -382,6 +407,7 @@ fn settings_are_saved_applied_and_can_silence_notifications() {
             .expect("saved settings");
         let policy: serde_json::Value = serde_json::from_str(&policy).expect("policy json");
         assert_eq!(policy["max_retries"], 2);
+        assert_eq!(policy["keep_binary"], false);
         assert_eq!(notify, "false");
 
         // Applied without a restart: the new budget shows, and a death raises no notification.
@@ -391,6 +417,27 @@ fn settings_are_saved_applied_and_can_silence_notifications() {
             .wait_rows(|r| all_status(r, 1, "dead"), "the job to die")
             .await;
         assert_eq!(col(&rows[0], "Attempts"), "1 of 3");
+
+        // The refusal of other types is applied and says which setting to change.
+        server.script(
+            "/pixel.png",
+            vec![Behavior::Respond {
+                status: 200,
+                headers: vec![("Content-Type".into(), "image/png".into())],
+                body: b"\x89PNG\r\n\x1a\n not really a picture".to_vec(),
+            }],
+        );
+        s.type_into("urls", &server.url("/pixel.png")).await;
+        s.click("add").await;
+        let rows = s
+            .wait_rows(|r| all_status(r, 2, "dead"), "the picture to be refused")
+            .await;
+        assert!(
+            col(&rows[0], "Last error").starts_with(
+                "permanent failure: image/png is not text and is not kept (turn on \"Keep other types\""
+            ),
+            "{rows:?}"
+        );
         tokio::time::sleep(Duration::from_millis(1500)).await;
         assert!(s.notifications().is_empty(), "{:?}", s.notifications());
         s.finish().await;

@@ -305,6 +305,10 @@ pub struct Settings {
     pub concurrency: u32,
     pub per_host: u32,
     pub timeout_secs: f64,
+    /// Keep non-text content raw (true) or refuse it (false).
+    pub keep_binary: bool,
+    /// Also save the fetched HTML/PDF bytes beside the Markdown.
+    pub keep_raw: bool,
     pub notifications: bool,
 }
 
@@ -318,6 +322,8 @@ impl Settings {
             concurrency: p.concurrency,
             per_host: p.per_host,
             timeout_secs: p.timeout.as_secs_f64(),
+            keep_binary: p.keep_binary,
+            keep_raw: p.keep_raw,
             notifications,
         }
     }
@@ -354,6 +360,8 @@ impl Settings {
             concurrency: count("Concurrent fetches", self.concurrency, 1, 64)?,
             per_host: count("Fetches per host", self.per_host, 1, 16)?,
             timeout: secs("Timeout", self.timeout_secs, 1.0, 600.0)?,
+            keep_binary: self.keep_binary,
+            keep_raw: self.keep_raw,
             ..base
         })
     }
@@ -394,6 +402,40 @@ pub fn save_settings(
         "settings saved"
     );
     Ok(Settings::from_policy(&policy, settings.notifications))
+}
+
+#[derive(Debug, Serialize)]
+pub struct Exported {
+    path: String,
+    documents: usize,
+}
+
+/// Write the library as JSON Lines to `<data-dir>/exports/library-<time>.jsonl`, atomically.
+#[tauri::command]
+pub async fn export_library(state: State<'_, DesktopState>) -> Result<Exported, String> {
+    let store = state.store.clone();
+    let dir = state.data_dir.join("exports");
+    let stamp = rfc3339(SystemClock.now_ms()).replace([':', '.'], "-");
+    let path = dir.join(format!("library-{stamp}.jsonl"));
+    // Reading every document takes a while on a big library: off the async runtime.
+    tauri::async_runtime::spawn_blocking(move || {
+        let fail =
+            |e: &dyn std::fmt::Display| format!("Could not export to {}: {e}", dir.display());
+        std::fs::create_dir_all(&dir).map_err(|e| fail(&e))?;
+        let tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| fail(&e))?;
+        let mut out = std::io::BufWriter::new(tmp);
+        let documents =
+            crate::engine::export::export_jsonl(&store, &mut out).map_err(|e| fail(&e))?;
+        let tmp = out.into_inner().map_err(|e| fail(&e.into_error()))?;
+        tmp.persist(&path).map_err(|e| fail(&e.error))?;
+        tracing::info!(documents, path = %path.display(), "library exported");
+        Ok(Exported {
+            path: path.to_string_lossy().into_owned(),
+            documents,
+        })
+    })
+    .await
+    .map_err(|e| format!("The export stopped: {e}"))?
 }
 
 /// Open a job's saved document with the system's default app. The path comes from the database,

@@ -157,6 +157,7 @@ pub fn build_app<R: Runtime>(
             commands::open_document,
             commands::open_library,
             commands::open_in_browser,
+            commands::export_library,
         ])
         .build(tauri::generate_context!())
         .context("could not build the desktop window")

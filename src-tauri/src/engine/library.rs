@@ -21,6 +21,28 @@ pub enum LibraryError {
     /// The body is not a usable document: a block page, unparsable, or empty.
     #[error(transparent)]
     Content(#[from] ExtractError),
+    #[error(
+        "{content_type} is not text and is not kept (turn on \"Keep other types\" in the settings to save it raw)"
+    )]
+    Refused { content_type: String },
+}
+
+/// What to keep besides the Markdown, from the policy.
+#[derive(Debug, Clone, Copy)]
+pub struct SaveOptions {
+    /// Save the fetched bytes of HTML, PDF and text beside the Markdown.
+    pub keep_raw: bool,
+    /// Keep non-text content raw beside a note; when false it is refused.
+    pub keep_binary: bool,
+}
+
+impl Default for SaveOptions {
+    fn default() -> Self {
+        Self {
+            keep_raw: false,
+            keep_binary: true,
+        }
+    }
 }
 
 /// What was saved for a done job.
@@ -59,12 +81,25 @@ impl Library {
     /// Extract a fetched body and write it as `<host>/<slug>-<id>.md` with YAML front matter.
     /// Content that is not text (images, archives) is kept raw beside a short note. Blocking:
     /// call it off the async runtime.
-    pub fn save(&self, from: &Provenance<'_>, fetched: &Fetched) -> Result<Saved, LibraryError> {
+    pub fn save(
+        &self,
+        from: &Provenance<'_>,
+        fetched: &Fetched,
+        options: SaveOptions,
+    ) -> Result<Saved, LibraryError> {
         let doc = extract::extract(
             &fetched.body,
             fetched.content_type.as_deref(),
             &fetched.final_url,
         )?;
+        if doc.kind == DocKind::Raw && !options.keep_binary {
+            return Err(LibraryError::Refused {
+                content_type: fetched
+                    .content_type
+                    .clone()
+                    .unwrap_or_else(|| "content of an unknown type".into()),
+            });
+        }
         let sha256 = hex::encode(Sha256::digest(&fetched.body));
         let dir = self.root.join(safe_segment(from.host));
         // The content hash in the name keeps every version a re-fetch brings: a changed page
@@ -77,15 +112,28 @@ impl Library {
         );
         let path = dir.join(format!("{stem}.md"));
         let mut body = doc.text.clone();
-        if doc.kind == DocKind::Raw {
-            let raw_name = format!("{stem}.{}", extension_for(fetched.content_type.as_deref()));
+        let mut raw = None;
+        if doc.kind == DocKind::Raw || options.keep_raw {
+            let ext = match doc.kind {
+                DocKind::Html => "html",
+                DocKind::Pdf => "pdf",
+                DocKind::Text | DocKind::Raw => extension_for(fetched.content_type.as_deref()),
+            };
+            let raw_name = format!("{stem}.{ext}");
             write_atomic(&dir, &dir.join(&raw_name), &fetched.body)?;
+            raw = Some(raw_name);
+        }
+        if let (DocKind::Raw, Some(raw_name)) = (doc.kind, &raw) {
             body = format!(
                 "Binary content ({}) saved unchanged as `{raw_name}`; no text was extracted.\n",
                 fetched.content_type.as_deref().unwrap_or("unknown type")
             );
         }
-        let text = format!("{}\n{}", front_matter(from, fetched, &doc, &sha256), body);
+        let text = format!(
+            "{}\n{}",
+            front_matter(from, fetched, &doc, &sha256, raw.as_deref()),
+            body
+        );
         write_atomic(&dir, &path, text.as_bytes())?;
         Ok(Saved {
             path,
@@ -110,7 +158,13 @@ pub fn read_document(text: &str) -> Option<(serde_json::Map<String, serde_json::
 
 /// YAML front matter. Values are written as JSON strings, which are valid YAML double-quoted
 /// scalars, so no title or URL can break out of its field.
-fn front_matter(from: &Provenance<'_>, fetched: &Fetched, doc: &Document, sha256: &str) -> String {
+fn front_matter(
+    from: &Provenance<'_>,
+    fetched: &Fetched,
+    doc: &Document,
+    sha256: &str,
+    raw: Option<&str>,
+) -> String {
     let q = |v: &str| serde_json::to_string(v).unwrap_or_else(|_| "\"\"".to_string());
     let opt = |v: &Option<String>| v.as_deref().map_or_else(|| "null".to_string(), q);
     let kind = match doc.kind {
@@ -134,6 +188,7 @@ fn front_matter(from: &Provenance<'_>, fetched: &Fetched, doc: &Document, sha256
         ("content_type", opt(&fetched.content_type)),
         ("kind", q(kind)),
         ("sha256", q(sha256)),
+        ("raw", raw.map_or_else(|| "null".to_string(), q)),
         ("job_id", from.job_id.to_string()),
     ] {
         out.push_str(key);
@@ -261,7 +316,11 @@ mod tests {
             body: include_bytes!("../../tests-fixtures/extract/news-article.html").to_vec(),
         };
         let saved = lib
-            .save(&from("https://news.example/s?utm_source=x"), &f)
+            .save(
+                &from("https://news.example/s?utm_source=x"),
+                &f,
+                SaveOptions::default(),
+            )
             .expect("save");
         assert_eq!(
             saved.path,
@@ -295,7 +354,9 @@ mod tests {
             content_type: Some("text/plain".into()),
             body: b"Hello: world\n---\nstill text".to_vec(),
         };
-        let saved = lib.save(&from("https://x.example/a"), &f).expect("save");
+        let saved = lib
+            .save(&from("https://x.example/a"), &f, SaveOptions::default())
+            .expect("save");
         let text = std::fs::read_to_string(&saved.path).expect("read");
         let (meta, body) = read_document(&text).expect("parse");
         assert_eq!(meta["url"], "https://x.example/a");
@@ -314,7 +375,9 @@ mod tests {
             content_type: Some("text/html".into()),
             body: include_bytes!("../../tests-fixtures/extract/xss-title.html").to_vec(),
         };
-        let saved = lib.save(&from("https://x.example/"), &f).expect("save");
+        let saved = lib
+            .save(&from("https://x.example/"), &f, SaveOptions::default())
+            .expect("save");
         let text = std::fs::read_to_string(&saved.path).expect("read");
         let title_line = text
             .lines()
@@ -336,7 +399,11 @@ mod tests {
             body: include_bytes!("../../tests-fixtures/extract/pixel.png").to_vec(),
         };
         let saved = lib
-            .save(&from("https://x.example/pixel.png"), &png)
+            .save(
+                &from("https://x.example/pixel.png"),
+                &png,
+                SaveOptions::default(),
+            )
             .expect("save");
         assert_eq!(saved.kind, DocKind::Raw);
         let note = std::fs::read_to_string(&saved.path).expect("note");
@@ -362,9 +429,77 @@ mod tests {
             ..png
         };
         assert!(matches!(
-            lib.save(&from("https://x.example/"), &block),
+            lib.save(&from("https://x.example/"), &block, SaveOptions::default()),
             Err(LibraryError::Content(ExtractError::Blocked(_)))
         ));
+    }
+
+    #[test]
+    fn settings_choose_whether_other_types_are_refused_and_raw_bodies_kept() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let lib = Library::new(dir.path());
+        let png = Fetched {
+            status: 200,
+            final_url: "https://x.example/pixel.png".into(),
+            content_type: Some("image/png".into()),
+            body: include_bytes!("../../tests-fixtures/extract/pixel.png").to_vec(),
+        };
+        let refuse = SaveOptions {
+            keep_binary: false,
+            ..SaveOptions::default()
+        };
+        let err = lib
+            .save(&from("https://x.example/pixel.png"), &png, refuse)
+            .expect_err("refused");
+        assert!(matches!(err, LibraryError::Refused { .. }));
+        assert!(
+            err.to_string()
+                .starts_with("image/png is not text and is not kept"),
+            "{err}"
+        );
+        assert!(
+            std::fs::read_dir(dir.path()).expect("dir").next().is_none(),
+            "nothing was written"
+        );
+
+        let html = Fetched {
+            final_url: "https://x.example/article".into(),
+            content_type: Some("text/html; charset=utf-8".into()),
+            body: include_bytes!("../../tests-fixtures/extract/news-article.html").to_vec(),
+            ..png
+        };
+        let plain = lib
+            .save(
+                &from("https://x.example/article"),
+                &html,
+                SaveOptions::default(),
+            )
+            .expect("save");
+        let text = std::fs::read_to_string(&plain.path).expect("read");
+        assert!(
+            text.contains("\nraw: null\n"),
+            "no raw copy unless asked: {text}"
+        );
+
+        let keep_raw = SaveOptions {
+            keep_raw: true,
+            ..SaveOptions::default()
+        };
+        let saved = lib
+            .save(&from("https://x.example/article"), &html, keep_raw)
+            .expect("save");
+        let text = std::fs::read_to_string(&saved.path).expect("read");
+        let raw_name = saved
+            .path
+            .with_extension("html")
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .expect("name");
+        assert!(text.contains(&format!("\nraw: \"{raw_name}\"\n")), "{text}");
+        assert_eq!(
+            std::fs::read(saved.path.with_extension("html")).expect("raw copy"),
+            html.body
+        );
     }
 
     #[test]

@@ -7,9 +7,11 @@
 //! - [`worker`]: the async loop that claims, fetches and commits.
 //! - [`extract`]: readable text and metadata from HTML, PDF and text bodies.
 //! - [`library`]: documents written to disk.
+//! - [`export`]: the library as JSON Lines.
 //! - [`clock`]: the injected notion of "now".
 
 pub mod clock;
+pub mod export;
 pub mod extract;
 pub mod fetch;
 pub mod intake;

@@ -77,6 +77,8 @@ pub enum FailureKind {
     BadRedirect,
     /// A failure of this machine (disk full, library folder unwritable), not of the site.
     Local,
+    /// Content the user's settings say not to keep (a type other than text).
+    Refused,
 }
 
 impl FailureKind {
@@ -90,7 +92,7 @@ impl FailureKind {
             RateLimited => ErrorClass::RateLimited,
             Blocked => ErrorClass::Blocked,
             ClientError | NoSuchHost | BadUrl | RedirectLoop | RedirectScheme | Tls | TooLarge
-            | Unparsable | BadRedirect => ErrorClass::Fatal,
+            | Unparsable | BadRedirect | Refused => ErrorClass::Fatal,
         }
     }
 
@@ -130,6 +132,7 @@ impl FailureKind {
             Unparsable => "content cannot be read",
             BadRedirect => "redirect without a usable target",
             Local => "could not save on this computer",
+            Refused => "a type your settings do not keep",
         }
     }
 }
@@ -195,6 +198,11 @@ pub struct Policy {
     pub timeout: Duration,
     pub max_body: u64,
     pub max_redirects: u32,
+    /// Also save the fetched bytes of HTML, PDF and text documents beside their Markdown.
+    pub keep_raw: bool,
+    /// Keep content that is not text (images, archives, video) raw beside a note; when false it
+    /// is refused as a fatal failure that names the setting.
+    pub keep_binary: bool,
 }
 
 impl Default for Policy {
@@ -213,6 +221,8 @@ impl Default for Policy {
             timeout: Duration::from_secs(30),
             max_body: 50 * 1024 * 1024,
             max_redirects: 10,
+            keep_raw: false,
+            keep_binary: true,
         }
     }
 }

@@ -18,7 +18,7 @@ use tokio::task::JoinSet;
 use super::clock::SharedClock;
 use super::extract::ExtractError;
 use super::fetch::{Fetcher, Limits};
-use super::library::{Library, LibraryError, Provenance};
+use super::library::{Library, LibraryError, Provenance, SaveOptions};
 use super::policy::{self, Decision, Failure, FailureKind, Policy};
 use super::store::{Claimed, Failed, Job, Status, Store, StoreError};
 
@@ -274,6 +274,10 @@ impl Worker {
                 let library = self.library.clone();
                 let (id, host, url) = (claimed.job_id, claimed.host.clone(), claimed.url.clone());
                 let fetched_at = self.clock.now_ms();
+                let options = SaveOptions {
+                    keep_raw: policy.keep_raw,
+                    keep_binary: policy.keep_binary,
+                };
                 // Extraction, hashing and writing can take a while for big bodies: keep them
                 // off the async runtime so other fetches keep flowing.
                 let saved = tokio::task::spawn_blocking(move || {
@@ -283,7 +287,7 @@ impl Worker {
                         host: &host,
                         fetched_at,
                     };
-                    library.save(&from, &fetched).map(|s| (s, fetched))
+                    library.save(&from, &fetched, options).map(|s| (s, fetched))
                 })
                 .await?;
                 match saved {
@@ -336,6 +340,9 @@ impl Worker {
                             }
                             io @ LibraryError::Io { .. } => {
                                 Failure::new(FailureKind::Local, io.to_string())
+                            }
+                            refused @ LibraryError::Refused { .. } => {
+                                Failure::new(FailureKind::Refused, refused.to_string())
                             }
                         };
                         self.record_failure(&claimed, failure, &policy).await?
