@@ -182,6 +182,12 @@ async function addText(text, source) {
     const result = await call('add_urls', { text, source });
     addSummary.textContent = `${plural(result.queued.length, 'link')} queued, `
       + `${plural(result.duplicates.length, 'duplicate')}, ${result.rejected.length.toLocaleString()} rejected.`;
+    // Links already fetched can be fetched again; a changed page is kept as a new version.
+    refetchIds = result.duplicates.filter((d) => d.status === 'done').map((d) => d.id);
+    refetchButton.hidden = refetchIds.length === 0;
+    refetchButton.textContent = refetchIds.length === 1
+      ? 'Already fetched: fetch again'
+      : `${refetchIds.length.toLocaleString()} already fetched: fetch again`;
     rejectedList.replaceChildren(...result.rejected.map((r) => el('li', '', `${r.input}: ${r.reason}`)));
     if (source === 'paste' && result.rejected.length === 0) {
       urls.value = '';
@@ -194,6 +200,14 @@ async function addText(text, source) {
     addButton.disabled = false;
   }
 }
+
+const refetchButton = $('refetch');
+let refetchIds = [];
+refetchButton.addEventListener('click', async () => {
+  refetchButton.hidden = true;
+  await runAction('retry_jobs', { ids: refetchIds }, 'queued to be fetched again');
+  refetchIds = [];
+});
 
 addButton.addEventListener('click', () => addText(urls.value, 'paste'));
 urls.addEventListener('keydown', (event) => {

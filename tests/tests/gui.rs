@@ -138,6 +138,32 @@ fn pasted_text_queues_its_links_and_they_finish() {
             docs.iter()
                 .all(|d| d["text"].as_str().is_some_and(|t| !t.is_empty()))
         );
+
+        // Adding a link already fetched says so and offers to fetch it again. (The box still
+        // holds the first paste: a paste with a rejected line stays for fixing.)
+        s.by_id("urls").await.clear().await.expect("clear the box");
+        s.type_into("urls", &server.url("/page?title=One")).await;
+        s.click("add").await;
+        s.wait_text(
+            "add-summary",
+            |t| t == "0 links queued, 1 duplicate, 0 rejected.",
+            "the duplicate to be reported",
+        )
+        .await;
+        assert_eq!(s.text("refetch").await, "Already fetched: fetch again");
+        s.click("refetch").await;
+        s.wait_rows(
+            |r| {
+                r.iter().any(|r| {
+                    col(r, "Title") == "One"
+                        && col(r, "Attempts") == "2 of 6"
+                        && col(r, "Status") == "done"
+                })
+            },
+            "the page to be fetched again",
+        )
+        .await;
+        assert_eq!(server.hits("/page?title=One"), 2);
         s.finish().await;
     });
 }

@@ -41,8 +41,16 @@ pub fn stats(state: State<'_, DesktopState>) -> Result<Stats, String> {
 #[derive(Debug, Default, Serialize)]
 pub struct AddSummary {
     queued: Vec<String>,
-    duplicates: Vec<String>,
+    duplicates: Vec<Duplicate>,
     rejected: Vec<Rejected>,
+}
+
+/// A link already in the queue: the page can offer to fetch it again.
+#[derive(Debug, Serialize)]
+struct Duplicate {
+    id: i64,
+    url: String,
+    status: Status,
 }
 
 #[derive(Debug, Serialize)]
@@ -87,7 +95,9 @@ pub fn add_urls(
     {
         match r {
             Enqueued::Queued { url, .. } => summary.queued.push(url),
-            Enqueued::Duplicate { url, .. } => summary.duplicates.push(url),
+            Enqueued::Duplicate { id, url, status } => {
+                summary.duplicates.push(Duplicate { id, url, status })
+            }
         }
     }
     state.worker.wake();
