@@ -613,3 +613,42 @@ fn ctrl_v_outside_a_text_box_adds_what_the_clipboard_holds() {
         s.finish().await;
     });
 }
+
+#[test]
+fn deaths_while_the_window_was_closed_are_announced_once_when_it_opens() {
+    gui(async {
+        let server = FaultServer::start();
+        let sb = gleaner_tests::Sandbox::new();
+        // The CLI fetches while no window is open: one job dies, one succeeds.
+        let out = sb.run(&[
+            "add",
+            &server.url("/status/404"),
+            &server.url("/page?title=Fine"),
+        ]);
+        assert!(out.status.success(), "{}", gleaner_tests::stderr(&out));
+        let out = sb.run(&["run", "--until-idle"]);
+        assert!(out.status.success(), "{}", gleaner_tests::stderr(&out));
+
+        let s = DesktopSession::launch_in(sb.path()).await;
+        wait_notifications(&s, 1).await;
+        let seen = s.notifications();
+        assert!(
+            seen[0].body.contains(&server.url("/status/404")),
+            "{seen:?}"
+        );
+        let rows = s.wait_rows(|r| r.len() == 2, "both jobs").await;
+        assert!(rows.iter().any(|r| col(r, "Status") == "dead"));
+        s.finish().await;
+
+        // Opened again: that death was announced already, so nothing new is raised.
+        let s = DesktopSession::launch_in(sb.path()).await;
+        s.wait_rows(|r| r.len() == 2, "both jobs").await;
+        tokio::time::sleep(Duration::from_millis(2000)).await;
+        assert!(
+            s.notifications().is_empty(),
+            "announced again after a restart: {:?}",
+            s.notifications()
+        );
+        s.finish().await;
+    });
+}
