@@ -391,6 +391,14 @@ impl Store {
         })
     }
 
+    /// Durability of this connection's commits: `NORMAL` (the default, safe against process
+    /// crashes) or `FULL` (an fsync per commit, safe against power loss too).
+    pub fn set_synchronous_full(&self, full: bool) -> Result<()> {
+        let conn = self.conn()?;
+        conn.pragma_update(None, "synchronous", if full { "FULL" } else { "NORMAL" })?;
+        Ok(())
+    }
+
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
