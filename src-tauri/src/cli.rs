@@ -34,7 +34,7 @@ pub struct Cli {
 }
 
 /// Policy overrides for this process; the stored settings apply where a flag is absent.
-#[derive(Debug, Default, Args)]
+#[derive(Debug, Default, Clone, Args)]
 pub struct PolicyFlags {
     /// First retry delay, e.g. 30s.
     #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
@@ -319,7 +319,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             refetch,
         } => add(&store, &policy, urls, file, batch, refetch, now),
         Command::Export { format: _, output } => export(&store, output),
-        Command::Run { until_idle } => run_worker(store, &data_dir, policy, until_idle),
+        Command::Run { until_idle } => run_worker(store, &data_dir, cli.policy.clone(), until_idle),
         Command::Stats { json } => stats(&store, json, now),
         Command::Jobs { command } => jobs(&store, &policy, command, now),
         Command::Hosts { command } => hosts(
@@ -412,12 +412,17 @@ fn add(
     })
 }
 
+/// How often a running worker looks for settings saved by the window (or another process).
+const POLICY_RECHECK: Duration = Duration::from_secs(1);
+
 fn run_worker(
     store: Arc<Store>,
     data_dir: &std::path::Path,
-    policy: Policy,
+    flags: PolicyFlags,
     until_idle: bool,
 ) -> anyhow::Result<ExitCode> {
+    let stored = store.load_policy()?;
+    let policy = flags.apply(stored.clone());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -425,7 +430,32 @@ fn run_worker(
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let library = Library::new(data_dir.join("library"));
-        let worker = Worker::new(store, Arc::new(SystemClock), library, policy)?;
+        let worker = Worker::new(store.clone(), Arc::new(SystemClock), library, policy)?;
+        // Settings saved in the window apply to this running worker too; flags still win.
+        let follower = {
+            let worker = worker.clone();
+            tokio::spawn(async move {
+                let mut applied = stored;
+                let mut tick = tokio::time::interval(POLICY_RECHECK);
+                loop {
+                    tick.tick().await;
+                    let s = store.clone();
+                    let latest = match tokio::task::spawn_blocking(move || s.load_policy()).await {
+                        Ok(Ok(p)) => p,
+                        Ok(Err(e)) => {
+                            tracing::warn!(error = %e, "cannot read the stored settings");
+                            continue;
+                        }
+                        Err(_) => continue,
+                    };
+                    if latest != applied {
+                        tracing::info!("the stored settings changed; applying them now (command-line flags still win)");
+                        worker.set_policy(flags.apply(latest.clone()));
+                        applied = latest;
+                    }
+                }
+            })
+        };
         let _watcher = worker
             .watch_database(&db_path(data_dir))
             .map_err(|e| tracing::warn!(error = %e, "cannot watch the database; other processes' changes are picked up every 30 s"))
@@ -437,7 +467,9 @@ fn run_worker(
             let _ = stop_tx.send(true);
         });
         let mode = if until_idle { RunMode::UntilIdle } else { RunMode::Forever };
-        let summary = worker.run(mode, stop_rx).await?;
+        let summary = worker.run(mode, stop_rx).await;
+        follower.abort();
+        let summary = summary?;
         tracing::info!(
             "run finished: {} done, {} dead, {} waiting to retry, {} interrupted attempts recovered",
             summary.done,

@@ -124,3 +124,53 @@ fn an_idle_worker_sleeps_instead_of_polling_and_wakes_for_a_new_job() {
     child.kill().expect("kill");
     child.wait().expect("reap");
 }
+
+#[test]
+fn a_running_worker_applies_settings_saved_by_another_process() {
+    let server = FaultServer::start();
+    let sb = Sandbox::new();
+    assert!(sb.run(&["stats"]).status.success());
+    let mut child = sb
+        .cmd()
+        .arg("run")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn run");
+    std::thread::sleep(Duration::from_millis(1000));
+    // What the window's settings panel writes: no retries at all.
+    let policy = serde_json::json!({ "max_retries": 0 }).to_string();
+    sb.sql()
+        .execute(
+            "INSERT INTO settings (key, value) VALUES ('policy', ?1) \
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            [&policy],
+        )
+        .expect("save settings");
+    std::thread::sleep(Duration::from_millis(2500));
+    // Queued with the old budget in its row, by a process that did not see the change...
+    let url = server.url("/status/503");
+    assert!(
+        sb.run(&["--max-retries", "5", "add", &url])
+            .status
+            .success()
+    );
+    // ...it still dies after one attempt: the running worker decides with the new settings.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let status: String = sb
+            .sql()
+            .query_row("SELECT status FROM jobs", [], |r| r.get(0))
+            .expect("job");
+        if status == "dead" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the worker kept the old policy: the job is {status}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(server.hits("/status/503"), 1);
+    child.kill().expect("kill");
+    child.wait().expect("reap");
+}
