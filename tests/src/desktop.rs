@@ -70,6 +70,55 @@ impl NotificationServer {
     fn close_notification(&self, _id: u32) {}
 }
 
+/// A StatusNotifierWatcher, as a desktop's panel runs one: tray icons (StatusNotifierItems)
+/// register with it, and the test then reads and clicks their menu over `com.canonical.dbusmenu`.
+struct TrayWatcher {
+    /// (bus name of the registering app, the service or object path it gave)
+    items: Arc<Mutex<Vec<(String, String)>>>,
+}
+
+#[zbus::interface(name = "org.kde.StatusNotifierWatcher")]
+impl TrayWatcher {
+    fn register_status_notifier_item(
+        &self,
+        service: String,
+        #[zbus(header)] header: zbus::message::Header<'_>,
+    ) {
+        let sender = header.sender().map(|s| s.to_string()).unwrap_or_default();
+        if let Ok(mut items) = self.items.lock() {
+            items.push((sender, service));
+        }
+    }
+
+    fn register_status_notifier_host(&self, _service: String) {}
+
+    #[zbus(property)]
+    fn registered_status_notifier_items(&self) -> Vec<String> {
+        self.items
+            .lock()
+            .map(|i| i.iter().map(|(s, p)| format!("{s}{p}")).collect())
+            .unwrap_or_default()
+    }
+
+    #[zbus(property)]
+    fn is_status_notifier_host_registered(&self) -> bool {
+        true
+    }
+
+    #[zbus(property)]
+    fn protocol_version(&self) -> i32 {
+        0
+    }
+}
+
+/// One entry of the tray icon's menu.
+#[derive(Debug, Clone)]
+pub struct TrayEntry {
+    pub id: i32,
+    pub label: String,
+    pub enabled: bool,
+}
+
 /// Serializes GUI sessions within a test binary: each one runs a whole WebKit, and two at once
 /// on a small machine only make both slow.
 pub static GUI_LOCK: Mutex<()> = Mutex::new(());
@@ -80,6 +129,7 @@ pub struct DesktopSession {
     pub data_dir: PathBuf,
     _owned_dir: Option<tempfile::TempDir>,
     notifications: Arc<Mutex<Vec<Notified>>>,
+    tray_items: Arc<Mutex<Vec<(String, String)>>>,
     /// Killed in reverse order on drop: driver (with the app in its process group), bus, X.
     children: Vec<(String, Child)>,
     _bus: zbus::blocking::Connection,
@@ -174,11 +224,17 @@ impl DesktopSession {
             log: notifications.clone(),
             next_id: 0,
         };
+        let tray_items = Arc::new(Mutex::new(Vec::new()));
+        let watcher = TrayWatcher {
+            items: tray_items.clone(),
+        };
         let bus_conn = zbus::blocking::connection::Builder::address(bus_address.as_str())
             .and_then(|b| b.name("org.freedesktop.Notifications"))
+            .and_then(|b| b.name("org.kde.StatusNotifierWatcher"))
             .and_then(|b| b.serve_at("/org/freedesktop/Notifications", server))
+            .and_then(|b| b.serve_at("/StatusNotifierWatcher", watcher))
             .and_then(|b| b.build())
-            .expect("notification server on the private bus");
+            .expect("notification server and tray watcher on the private bus");
 
         let (port, native_port) = (free_port(), free_port());
         let log_path = data_dir.join("app.log");
@@ -197,6 +253,10 @@ impl DesktopSession {
             .env("DBUS_SESSION_BUS_ADDRESS", &bus_address)
             .env("GLEANER_DATA_DIR", &data_dir)
             .env("GLEANER_LOG", "info")
+            // Window state, WebKit caches and the like stay inside this session's folder.
+            .env("XDG_CONFIG_HOME", data_dir.join("xdg-config"))
+            .env("XDG_CACHE_HOME", data_dir.join("xdg-cache"))
+            .env("XDG_DATA_HOME", data_dir.join("xdg-data"))
             .env_remove("WAYLAND_DISPLAY")
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log handle"))
@@ -255,6 +315,7 @@ impl DesktopSession {
             data_dir,
             _owned_dir: owned,
             notifications,
+            tray_items,
             children,
             _bus: bus_conn,
             display,
@@ -264,6 +325,21 @@ impl DesktopSession {
             .wait_text("status", |t| t == "Ready.", "the window to load")
             .await;
         session
+    }
+
+    /// Whether a `gleaner` process for this session's data folder is still running.
+    pub fn app_running(&self) -> bool {
+        let want = format!("GLEANER_DATA_DIR={}", self.data_dir.display());
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return false;
+        };
+        procs.flatten().any(|p| {
+            let is_gleaner = std::fs::read_link(p.path().join("exe"))
+                .is_ok_and(|e| e.file_name().is_some_and(|n| n == "gleaner"));
+            is_gleaner
+                && std::fs::read(p.path().join("environ"))
+                    .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == want.as_bytes()))
+        })
     }
 
     pub fn db_path(&self) -> PathBuf {
@@ -280,6 +356,108 @@ impl DesktopSession {
             .lock()
             .map(|l| l.clone())
             .unwrap_or_default()
+    }
+
+    /// The tray icon's menu path on the bus, once the app has registered its icon.
+    fn tray_menu_path(&self) -> (String, String) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let (sender, service) = loop {
+            if let Some(item) = self.tray_items.lock().ok().and_then(|i| i.first().cloned()) {
+                break item;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no tray icon registered with the StatusNotifierWatcher\n--- app log ---\n{}",
+                self.app_log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let (dest, path) = if service.starts_with('/') {
+            (sender, service)
+        } else {
+            (service, "/StatusNotifierItem".to_string())
+        };
+        let item = zbus::blocking::Proxy::new(
+            &self._bus,
+            dest.as_str(),
+            path.as_str(),
+            "org.kde.StatusNotifierItem",
+        )
+        .expect("tray item proxy");
+        let menu: zbus::zvariant::OwnedObjectPath =
+            item.get_property("Menu").expect("the tray item's Menu");
+        drop(item);
+        (dest, menu.to_string())
+    }
+
+    /// The tray icon's menu entries, as a panel would show them.
+    pub fn tray_menu(&self) -> Vec<TrayEntry> {
+        use zbus::zvariant::{OwnedValue, Structure, Value};
+        type Layout = (i32, HashMap<String, OwnedValue>, Vec<OwnedValue>);
+        let (dest, menu) = self.tray_menu_path();
+        let reply = self
+            ._bus
+            .call_method(
+                Some(dest.as_str()),
+                menu.as_str(),
+                Some("com.canonical.dbusmenu"),
+                "GetLayout",
+                &(0i32, -1i32, Vec::<String>::new()),
+            )
+            .expect("GetLayout");
+        let (_revision, (_root, _props, children)): (u32, Layout) =
+            reply.body().deserialize().expect("a dbusmenu layout");
+        let mut out = Vec::new();
+        for child in children {
+            let Ok(fields) = Structure::try_from(child).map(|s| s.into_fields()) else {
+                continue;
+            };
+            let (Some(Value::I32(id)), Some(Value::Dict(props))) = (fields.first(), fields.get(1))
+            else {
+                continue;
+            };
+            let (mut label, mut enabled) = (String::new(), true);
+            for (key, value) in props.iter() {
+                let value = match value {
+                    Value::Value(inner) => inner.as_ref(),
+                    other => other,
+                };
+                match (key, value) {
+                    (Value::Str(k), Value::Str(v)) if k.as_str() == "label" => {
+                        label = v.as_str().replace('_', "");
+                    }
+                    (Value::Str(k), Value::Bool(b)) if k.as_str() == "enabled" => enabled = *b,
+                    _ => {}
+                }
+            }
+            if !label.is_empty() {
+                out.push(TrayEntry {
+                    id: *id,
+                    label,
+                    enabled,
+                });
+            }
+        }
+        out
+    }
+
+    /// Click the tray menu entry labelled `label`.
+    pub fn tray_click(&self, label: &str) {
+        let entry = self
+            .tray_menu()
+            .into_iter()
+            .find(|e| e.label == label)
+            .unwrap_or_else(|| panic!("no tray entry {label:?}: {:?}", self.tray_menu()));
+        let (dest, menu) = self.tray_menu_path();
+        self._bus
+            .call_method(
+                Some(dest.as_str()),
+                menu.as_str(),
+                Some("com.canonical.dbusmenu"),
+                "Event",
+                &(entry.id, "clicked", zbus::zvariant::Value::from(0i32), 0u32),
+            )
+            .expect("click the tray entry");
     }
 
     pub async fn by_id(&self, id: &str) -> fantoccini::elements::Element {

@@ -652,3 +652,85 @@ fn deaths_while_the_window_was_closed_are_announced_once_when_it_opens() {
         s.finish().await;
     });
 }
+
+#[test]
+fn the_tray_shows_counts_pauses_the_queue_and_quits_remembering_the_window() {
+    gui(async {
+        let server = FaultServer::start();
+        let dir = tempfile::tempdir().expect("data dir");
+        let s = DesktopSession::launch_in(dir.path()).await;
+        s.type_into(
+            "urls",
+            &format!(
+                "{}\n{}",
+                server.url("/status/404"),
+                server.url("/page?title=Fine")
+            ),
+        )
+        .await;
+        s.click("add").await;
+        s.wait_rows(
+            |r| r.len() == 2 && r.iter().any(|r| col(r, "Status") == "dead"),
+            "one dead, one done",
+        )
+        .await;
+
+        // The tray's first entry is the counts, not clickable.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let menu = loop {
+            let menu = s.tray_menu();
+            if menu
+                .first()
+                .is_some_and(|e| e.label == "0 pending · 0 running · 1 done · 1 dead")
+            {
+                break menu;
+            }
+            assert!(Instant::now() < deadline, "tray menu: {menu:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert!(!menu[0].enabled, "{menu:?}");
+        let labels: Vec<&str> = menu.iter().map(|e| e.label.as_str()).collect();
+        assert_eq!(
+            labels[1..],
+            ["Show Gleaner", "Pause queue", "Quit Gleaner"],
+            "{menu:?}"
+        );
+
+        // Pause from the tray: the database and the window both say so.
+        s.tray_click("Pause queue");
+        s.wait_text(
+            "queue-state",
+            |t| t.starts_with("Queue paused"),
+            "the window to show the pause",
+        )
+        .await;
+        let paused: String = rusqlite::Connection::open(s.db_path())
+            .expect("db")
+            .query_row(
+                "SELECT value FROM settings WHERE key = 'queue_paused'",
+                [],
+                |r| r.get(0),
+            )
+            .expect("setting");
+        assert_eq!(paused, "true");
+        assert!(s.tray_menu().iter().any(|e| e.label == "Resume queue"));
+        s.tray_click("Resume queue");
+        s.wait_text("queue-state", |t| t.is_empty(), "the pause to end")
+            .await;
+
+        // Resize, then Quit from the tray: the app ends and remembers the window.
+        s.client.set_window_size(900, 640).await.expect("resize");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        s.tray_click("Quit Gleaner");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while s.app_running() {
+            assert!(Instant::now() < deadline, "Quit did not end the app");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        drop(s);
+        let s = DesktopSession::launch_in(dir.path()).await;
+        let (w, h) = s.client.get_window_size().await.expect("size");
+        assert_eq!((w, h), (900, 640), "the window size was remembered");
+        s.finish().await;
+    });
+}
