@@ -89,6 +89,7 @@ const counts = $('counts');
 const queueState = $('queue-state');
 const pauseButton = $('pause-queue');
 let queuePaused = false;
+let pausedHosts = new Set();
 
 function renderStats(stats) {
   const chips = ['pending', 'running', 'done', 'dead', 'cancelled'].map((key) => {
@@ -114,6 +115,8 @@ function renderStats(stats) {
     notes.push(`${plural(Number(stats.waiting), 'job')} backing off, next ${countdown(stats.next_retry_at)}`);
   }
   const paused = Array.isArray(stats.paused_hosts) ? stats.paused_hosts : [];
+  pausedHosts = new Set(paused.map((h) => String(h.host)));
+  if (shown) renderHostPause(shown.job.host);
   if (paused.length > 0) {
     notes.push(`Paused hosts: ${paused.map((h) => String(h.host)).join(', ')}`);
   }
@@ -518,6 +521,7 @@ function renderDetails(d) {
   $('d-delete').textContent = deleteArmed ? 'Confirm delete' : 'Delete';
   $('d-open').disabled = !job.document;
   $('d-retry-host').textContent = `Retry dead on ${job.host}`;
+  renderHostPause(job.host);
   $('attempt-rows').replaceChildren(...d.attempts.map((a) => {
     const tr = el('tr');
     const waited = a.delay_ms === null || a.delay_ms === undefined ? '' : humanSeconds(Number(a.delay_ms) / 1000);
@@ -543,6 +547,14 @@ function closeDetails() {
   }
 }
 $('details-close').addEventListener('click', closeDetails);
+
+// The host button follows the stored state (a host can also be paused by a rate limit or the CLI).
+function renderHostPause(host) {
+  const paused = pausedHosts.has(host);
+  const button = $('d-pause-host');
+  button.dataset.paused = String(paused);
+  button.textContent = paused ? `Resume ${host}` : `Pause ${host}`;
+}
 // Escape closes the details pane (the settings dialog handles its own Escape).
 document.addEventListener('keydown', (event) => {
   if (event.key === 'Escape' && !dialog.open && selectedId !== null) closeDetails();
@@ -596,8 +608,8 @@ $('d-pause-host').addEventListener('click', async () => {
   const pause = $('d-pause-host').dataset.paused !== 'true';
   try {
     await call('set_host_paused', { host, paused: pause });
-    $('d-pause-host').dataset.paused = String(pause);
-    $('d-pause-host').textContent = pause ? 'Resume host' : 'Pause host';
+    if (pause) pausedHosts.add(host); else pausedHosts.delete(host);
+    renderHostPause(host);
     say(pause ? `${host} paused: no fetch for it starts until you resume it.` : `${host} resumed.`);
     refreshStats();
   } catch (err) {

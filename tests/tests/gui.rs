@@ -246,6 +246,26 @@ fn retry_brings_a_dead_job_back_with_its_history() {
             "the saved document is named: {document:?}"
         );
         s.screenshot("details-after-retry").await;
+
+        // Pausing the job's host from the details pane holds that host everywhere.
+        assert_eq!(s.text("d-pause-host").await, "Pause 127.0.0.1");
+        s.click("d-pause-host").await;
+        s.wait_text(
+            "queue-state",
+            |t| t.contains("Paused hosts: 127.0.0.1"),
+            "the host pause to show",
+        )
+        .await;
+        assert_eq!(s.text("d-pause-host").await, "Resume 127.0.0.1");
+        let manual: i64 = rusqlite::Connection::open(s.db_path())
+            .expect("db")
+            .query_row(
+                "SELECT manual_pause FROM hosts WHERE host = '127.0.0.1'",
+                [],
+                |r| r.get(0),
+            )
+            .expect("host row");
+        assert_eq!(manual, 1);
         s.finish().await;
     });
 }
