@@ -227,11 +227,37 @@ async fn gui(data_dir: &std::path::Path) {
         }
         s.finish().await;
     }
+    // The same on an empty queue: what the webview costs whatever the queue holds.
+    let empty = tempfile::tempdir().expect("empty data dir");
+    let mut empty_opens = Vec::new();
+    for _ in 0..5 {
+        let s = DesktopSession::launch_in(empty.path()).await;
+        let ready = s
+            .js(
+                "return performance.getEntriesByName('gleaner-ready')[0].startTime;",
+                vec![],
+            )
+            .await;
+        empty_opens.push(Duration::from_secs_f64(
+            ready.as_f64().unwrap_or(f64::NAN) / 1000.0,
+        ));
+        s.finish().await;
+    }
     println!("\n## The real window on that database (release build, Xvfb, WebKitGTK), ms\n");
     let (med, p95) = median_and_p95(opens);
+    let (emed, ep95) = median_and_p95(empty_opens);
     println!("| what | median | p95 |");
     println!("|---|---|---|");
-    println!("| page start → first table on screen (5 launches) | {med:.1} | {p95:.1} |");
+    println!(
+        "| page start → first table on screen, 100,000 jobs (5 launches) | {med:.1} | {p95:.1} |"
+    );
+    println!(
+        "| page start → first table on screen, empty queue (5 launches) | {emed:.1} | {ep95:.1} |"
+    );
+    println!(
+        "| what 100,000 jobs add to opening (difference of medians) | {:.1} | |",
+        med - emed
+    );
     for (name, samples) in filter_samples {
         let (med, p95) = median_and_p95(samples);
         println!("| filter {name}: event → rows rendered (25 runs) | {med:.1} | {p95:.1} |");

@@ -28,13 +28,27 @@ fn store_error(what: &str) -> impl Fn(StoreError) -> String + '_ {
     }
 }
 
+/// Run a query on the blocking pool. Synchronous commands run on the main thread, one after
+/// another; the window's opening reads (counts, first page, filter menus) then queue behind
+/// each other and behind the UI itself.
+async fn off_main<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    tauri::async_runtime::spawn_blocking(f)
+        .await
+        .map_err(|e| format!("The request stopped: {e}"))?
+}
+
 /// Counts for the header bar.
 #[tauri::command]
-pub fn stats(state: State<'_, DesktopState>) -> Result<Stats, String> {
-    state
-        .store
-        .stats(SystemClock.now_ms())
-        .map_err(store_error("Could not read the queue"))
+pub async fn stats(state: State<'_, DesktopState>) -> Result<Stats, String> {
+    let store = state.reader.clone();
+    off_main(move || {
+        store
+            .stats(SystemClock.now_ms())
+            .map_err(store_error("Could not read the queue"))
+    })
+    .await
 }
 
 /// What one paste or drop did, line by line, for the summary under the box.
@@ -128,7 +142,12 @@ pub struct JobPage {
 
 /// One page of jobs, newest first, narrowed by the filters.
 #[tauri::command]
-pub fn list_jobs(query: JobQuery, state: State<'_, DesktopState>) -> Result<JobPage, String> {
+pub async fn list_jobs(query: JobQuery, state: State<'_, DesktopState>) -> Result<JobPage, String> {
+    let store = state.reader.clone();
+    off_main(move || page_of_jobs(query, &store)).await
+}
+
+fn page_of_jobs(query: JobQuery, store: &crate::engine::store::Store) -> Result<JobPage, String> {
     let status = match query.status.as_deref().filter(|s| !s.is_empty()) {
         None => None,
         Some(s) => Some(Status::parse(s).ok_or_else(|| format!("Unknown status “{s}”."))?),
@@ -144,11 +163,11 @@ pub fn list_jobs(query: JobQuery, state: State<'_, DesktopState>) -> Result<JobP
         limit: Some(limit + 1),
     };
     let fail = store_error("Could not list jobs");
-    let mut jobs = state.store.list_jobs(&filter).map_err(&fail)?;
+    let mut jobs = store.list_jobs(&filter).map_err(&fail)?;
     let more = jobs.len() > limit as usize;
     jobs.truncate(limit as usize);
     filter.before_id = None;
-    let total = state.store.count_jobs(&filter).map_err(&fail)?;
+    let total = store.count_jobs(&filter).map_err(&fail)?;
     Ok(JobPage { jobs, total, more })
 }
 
@@ -160,12 +179,16 @@ pub struct Filters {
 
 /// The hosts and batches the filter menus offer.
 #[tauri::command]
-pub fn filters(state: State<'_, DesktopState>) -> Result<Filters, String> {
-    let fail = store_error("Could not read the filters");
-    Ok(Filters {
-        hosts: state.store.job_hosts(500).map_err(&fail)?,
-        batches: state.store.batches(100).map_err(&fail)?,
+pub async fn filters(state: State<'_, DesktopState>) -> Result<Filters, String> {
+    let store = state.reader.clone();
+    off_main(move || {
+        let fail = store_error("Could not read the filters");
+        Ok(Filters {
+            hosts: store.job_hosts(500).map_err(&fail)?,
+            batches: store.batches(100).map_err(&fail)?,
+        })
     })
+    .await
 }
 
 #[derive(Debug, Serialize)]
@@ -178,19 +201,22 @@ pub struct JobDetails {
 
 /// Everything about one job: the row and its whole attempt history.
 #[tauri::command]
-pub fn job_details(id: i64, state: State<'_, DesktopState>) -> Result<JobDetails, String> {
-    let fail = store_error("Could not read the job");
-    let job = state
-        .store
-        .job(id)
-        .map_err(&fail)?
-        .ok_or_else(|| format!("Job {id} no longer exists."))?;
-    let attempts = state.store.attempts(id).map_err(&fail)?;
-    Ok(JobDetails {
-        max_attempts: job.max_retries.saturating_add(1),
-        job,
-        attempts,
+pub async fn job_details(id: i64, state: State<'_, DesktopState>) -> Result<JobDetails, String> {
+    let store = state.reader.clone();
+    off_main(move || {
+        let fail = store_error("Could not read the job");
+        let job = store
+            .job(id)
+            .map_err(&fail)?
+            .ok_or_else(|| format!("Job {id} no longer exists."))?;
+        let attempts = store.attempts(id).map_err(&fail)?;
+        Ok(JobDetails {
+            max_attempts: job.max_retries.saturating_add(1),
+            job,
+            attempts,
+        })
     })
+    .await
 }
 
 /// What a manual action did, for the status line.

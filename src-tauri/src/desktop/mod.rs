@@ -30,6 +30,9 @@ const EVENT_COALESCE: Duration = Duration::from_millis(100);
 /// State shared with the app commands through `tauri::State`.
 pub struct DesktopState {
     store: Arc<Store>,
+    /// A second connection for the window's reads: with WAL they never wait for the worker's
+    /// writes, and the worker never waits for a big search.
+    reader: Arc<Store>,
     worker: Arc<Worker>,
     /// Kept alive for the app's lifetime: it wakes the worker when a CLI process commits.
     watcher: Mutex<Option<notify::RecommendedWatcher>>,
@@ -76,8 +79,13 @@ pub fn run(data_dir: PathBuf) -> anyhow::Result<()> {
         Library::new(library_root.clone()),
         policy,
     )?;
+    let reader = Arc::new(
+        Store::open(&db_path(&data_dir))
+            .with_context(|| format!("cannot open the queue in {}", data_dir.display()))?,
+    );
     let state = DesktopState {
         store,
+        reader,
         worker,
         watcher: Mutex::new(None),
         data_dir,
