@@ -3,7 +3,8 @@
 //! synchronous=NORMAL and FULL. Each configuration runs in a child process so its peak RSS is
 //! its own. Prints one JSON line per measurement, in the same shape as bench/run-peers.sh.
 //!
-//! Run: `cargo bench -p gleaner-tests --bench queue` (GLEANER_BENCH_N changes N).
+//! Run: `cargo bench -p gleaner-tests --bench queue` (GLEANER_BENCH_N changes N,
+//! GLEANER_BENCH_ROUNDS the repetitions, GLEANER_BENCH_SYNC=NORMAL or FULL picks one level).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -127,8 +128,11 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(3);
+    let syncs: Vec<String> = std::env::var("GLEANER_BENCH_SYNC")
+        .map(|v| v.split(',').map(str::to_string).collect())
+        .unwrap_or_else(|_| vec!["NORMAL".into(), "FULL".into()]);
     for _ in 0..rounds {
-        for sync in ["NORMAL", "FULL"] {
+        for sync in &syncs {
             for (op, workers) in [
                 ("enqueue_one", 1),
                 ("enqueue_batch", 1),

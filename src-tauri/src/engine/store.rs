@@ -47,6 +47,7 @@ pub fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0003_fair_batches.sql")),
         M::up(include_str!("../../migrations/0004_blocked_pages.sql")),
         M::up(include_str!("../../migrations/0005_job_browsing.sql")),
+        M::up(include_str!("../../migrations/0006_host_due.sql")),
     ])
 }
 
@@ -1289,6 +1290,15 @@ fn apply_failure(
                  concurrency_limit = coalesce(excluded.concurrency_limit, concurrency_limit)",
             params![job.host, until, failure.message, limit],
         )?;
+        // None of the host's waiting jobs can start before the pause ends, so their rows say
+        // so: the claim's scan over due jobs then never walks a paused host's backlog (100,000
+        // rows at the head of a batch would otherwise be checked and skipped on every claim),
+        // and the window shows when they will really run.
+        tx.execute(
+            "UPDATE jobs INDEXED BY jobs_host_due SET run_at = (SELECT paused_until FROM hosts WHERE host = ?1) \
+             WHERE host = ?1 AND status = 'pending' AND run_at < (SELECT paused_until FROM hosts WHERE host = ?1)",
+            [&job.host],
+        )?;
     }
     let job = load_job(tx, job.id)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
     Ok(Failed {
@@ -1365,7 +1375,7 @@ mod tests {
         let v: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .expect("version");
-        assert_eq!(v, 5);
+        assert_eq!(v, 6);
         let (url, notified): (String, i64) = conn
             .query_row("SELECT url, dead_notified FROM jobs", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))
@@ -1485,6 +1495,26 @@ mod tests {
             .expect("fail")
             .expect("lease held");
         assert_eq!(failed.job.run_at, 10 + 120_000);
+        // The host's other waiting jobs now say when they can really start; b.example's
+        // finished job and a2 (running) are untouched.
+        let waiting: Vec<(String, Millis)> = {
+            let conn = s.conn().expect("conn");
+            let mut stmt = conn
+                .prepare("SELECT url, run_at FROM jobs WHERE status = 'pending' ORDER BY url")
+                .expect("prepare");
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .expect("query")
+                .collect::<rusqlite::Result<_>>()
+                .expect("rows")
+        };
+        assert_eq!(
+            waiting,
+            vec![
+                ("http://a.example/0".to_string(), 120_010),
+                ("http://a.example/2".to_string(), 120_010),
+                ("http://a.example/3".to_string(), 120_010),
+            ]
+        );
         assert!(
             s.claim("w", 11, lease, 2).expect("claim").is_none(),
             "host paused"
