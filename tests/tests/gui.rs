@@ -754,3 +754,77 @@ fn the_tray_shows_counts_pauses_the_queue_and_quits_remembering_the_window() {
         s.finish().await;
     });
 }
+
+#[test]
+fn a_burst_of_deaths_is_summed_up_in_one_notification() {
+    gui(async {
+        let server = FaultServer::start();
+        let sb = gleaner_tests::Sandbox::new();
+        // Three deaths committed together (by the CLI, while no window is open).
+        let urls = [
+            server.url("/status/404?a"),
+            server.url("/status/404?b"),
+            server.url("/status/410"),
+        ];
+        let mut args = vec!["add"];
+        args.extend(urls.iter().map(String::as_str));
+        assert!(sb.run(&args).status.success());
+        assert!(sb.run(&["run", "--until-idle"]).status.success());
+
+        let s = DesktopSession::launch_in(sb.path()).await;
+        wait_notifications(&s, 1).await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let seen = s.notifications();
+        assert_eq!(seen.len(), 1, "one summary, not one per death: {seen:?}");
+        assert_eq!(seen[0].summary, "3 jobs died");
+        assert_eq!(seen[0].body, "2× 404 Not Found, 1× 410 Gone");
+        s.finish().await;
+    });
+}
+
+#[test]
+fn a_second_launch_hands_over_to_the_first_and_the_cli_shares_its_queue() {
+    gui(async {
+        let server = FaultServer::start();
+        let s = DesktopSession::launch().await;
+        // A second `gleaner` on the same desktop session exits at once, leaving one window.
+        let mut second = std::process::Command::new(gleaner_tests::gleaner_bin())
+            .env("DISPLAY", &s.display)
+            .env("DBUS_SESSION_BUS_ADDRESS", &s.bus_address)
+            .env("GLEANER_DATA_DIR", &s.data_dir)
+            .env("XDG_CONFIG_HOME", s.data_dir.join("xdg-config"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("second launch");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = second.try_wait().expect("wait") {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = second.kill();
+                panic!("the second launch opened a window of its own instead of handing over");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert!(status.success(), "{status:?}");
+        assert!(s.app_running(), "the first window is still there");
+
+        // The CLI adds to the same queue; the open window fetches it and shows it.
+        let out = std::process::Command::new(gleaner_tests::gleaner_bin())
+            .env("GLEANER_DATA_DIR", &s.data_dir)
+            .args(["add", &server.url("/page?title=From%20the%20CLI")])
+            .output()
+            .expect("cli add");
+        assert!(out.status.success(), "{}", gleaner_tests::stderr(&out));
+        let rows = s
+            .wait_rows(
+                |r| all_status(r, 1, "done"),
+                "the CLI's job, fetched by the window",
+            )
+            .await;
+        assert_eq!(col(&rows[0], "Title"), "From the CLI");
+        s.finish().await;
+    });
+}
