@@ -410,10 +410,29 @@ impl Store {
 
     fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
         let mut conn = self.conn()?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let out = f(&tx)?;
-        tx.commit()?;
-        Ok(out)
+        let started = std::time::Instant::now();
+        loop {
+            match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+                Ok(tx) => {
+                    let out = f(&tx)?;
+                    tx.commit()?;
+                    return Ok(out);
+                }
+                // SQLite's busy handler is not fair: with several processes writing, one can
+                // wait past the busy timeout while others keep taking the lock. Ask again
+                // rather than fail the job's bookkeeping (a failed claim would stop a worker).
+                Err(e) if is_busy(&e) && started.elapsed() < WRITE_PATIENCE => {
+                    tracing::warn!(
+                        waited_ms = started.elapsed().as_millis() as u64,
+                        "the queue database is busy (another process is writing); still waiting"
+                    );
+                    std::thread::sleep(Duration::from_millis(
+                        10 + (started.elapsed().subsec_nanos() % 40) as u64,
+                    ));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     pub fn create_batch(&self, name: &str, source: &str, now: Millis) -> Result<i64> {
@@ -1140,6 +1159,14 @@ fn queue_paused(conn: &Connection) -> Result<bool> {
     Ok(v.as_deref() == Some("true"))
 }
 
+/// How long a write keeps asking for the lock, on top of each attempt's busy timeout.
+const WRITE_PATIENCE: Duration = Duration::from_secs(60);
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _)
+        if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
+}
+
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
     // WAL lets the GUI read while a worker writes; NORMAL is durable across process crashes
     // (only an OS crash can lose the last commits); 5 s covers another process's transaction.
@@ -1447,6 +1474,27 @@ mod tests {
                 .expect("claim")
                 .is_none()
         );
+    }
+
+    #[test]
+    fn a_write_outwaits_another_process_holding_the_lock_past_the_busy_timeout() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("q.db");
+        let store = Store::open(&path).expect("store");
+        let other = Connection::open(&path).expect("second connection");
+        other
+            .execute_batch("BEGIN IMMEDIATE")
+            .expect("take the write lock");
+        let holder = std::thread::spawn(move || {
+            // Longer than the 5 s busy timeout of one attempt.
+            std::thread::sleep(Duration::from_millis(6500));
+            other.execute_batch("COMMIT").expect("release");
+        });
+        let started = std::time::Instant::now();
+        let batch = store.create_batch("late", "cli", 1);
+        holder.join().expect("holder");
+        assert!(batch.is_ok(), "{batch:?}");
+        assert!(started.elapsed() >= Duration::from_millis(6000));
     }
 
     #[test]
