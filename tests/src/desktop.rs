@@ -119,20 +119,40 @@ pub struct TrayEntry {
     pub enabled: bool,
 }
 
+/// The processes a session started. Dropping it kills them, newest first, so a launch that
+/// panics half-way (no WebDriver session, say) leaves no Xvfb or driver behind.
+struct Children(Vec<(String, Child)>);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        while let Some((name, mut child)) = self.0.pop() {
+            if name == "tauri-driver" {
+                // The whole group: tauri-driver, WebKitWebDriver and the app.
+                let _ = Command::new("kill")
+                    .args(["-KILL", "--", &format!("-{}", child.id())])
+                    .status();
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// Serializes GUI sessions within a test binary: each one runs a whole WebKit, and two at once
 /// on a small machine only make both slow.
 pub static GUI_LOCK: Mutex<()> = Mutex::new(());
 
+/// Fields drop in order: the processes go first, then the bus connection, then the data folder.
 pub struct DesktopSession {
+    /// Killed in reverse order on drop: driver (with the app in its process group), bus, X.
+    _children: Children,
     pub client: Client,
+    _bus: zbus::blocking::Connection,
     /// The app's data folder (GLEANER_DATA_DIR).
     pub data_dir: PathBuf,
     _owned_dir: Option<tempfile::TempDir>,
     notifications: Arc<Mutex<Vec<Notified>>>,
     tray_items: Arc<Mutex<Vec<(String, String)>>>,
-    /// Killed in reverse order on drop: driver (with the app in its process group), bus, X.
-    children: Vec<(String, Child)>,
-    _bus: zbus::blocking::Connection,
     pub display: String,
     pub bus_address: String,
 }
@@ -198,7 +218,7 @@ impl DesktopSession {
 
     async fn start(data_dir: PathBuf, owned: Option<tempfile::TempDir>) -> DesktopSession {
         let app = crate::gleaner_bin();
-        let mut children = Vec::new();
+        let mut children = Children(Vec::new());
 
         let mut xvfb = Command::new(find_tool("Xvfb"));
         xvfb.args([
@@ -211,13 +231,13 @@ impl DesktopSession {
             "tcp",
         ]);
         let (x, number) = spawn_reading_line(xvfb, "Xvfb");
-        children.push(("Xvfb".to_string(), x));
+        children.0.push(("Xvfb".to_string(), x));
         let display = format!(":{number}");
 
         let mut dbus = Command::new(find_tool("dbus-daemon"));
         dbus.args(["--session", "--nofork", "--print-address=1"]);
         let (bus, bus_address) = spawn_reading_line(dbus, "dbus-daemon");
-        children.push(("dbus-daemon".to_string(), bus));
+        children.0.push(("dbus-daemon".to_string(), bus));
 
         let notifications = Arc::new(Mutex::new(Vec::new()));
         let server = NotificationServer {
@@ -267,7 +287,7 @@ impl DesktopSession {
             driver.process_group(0);
         }
         let driver = driver.spawn().expect("cannot start tauri-driver");
-        children.push(("tauri-driver".to_string(), driver));
+        children.0.push(("tauri-driver".to_string(), driver));
 
         // tauri-driver forwards to WebKitWebDriver: both must be listening before a session.
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -316,7 +336,7 @@ impl DesktopSession {
             _owned_dir: owned,
             notifications,
             tray_items,
-            children,
+            _children: children,
             _bus: bus_conn,
             display,
             bus_address,
@@ -580,21 +600,6 @@ impl DesktopSession {
             eprintln!("closing the WebDriver session: {e}");
         }
         drop(self);
-    }
-}
-
-impl Drop for DesktopSession {
-    fn drop(&mut self) {
-        while let Some((name, mut child)) = self.children.pop() {
-            if name == "tauri-driver" {
-                // The whole group: tauri-driver, WebKitWebDriver and the app.
-                let _ = Command::new("kill")
-                    .args(["-KILL", "--", &format!("-{}", child.id())])
-                    .status();
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
     }
 }
 
