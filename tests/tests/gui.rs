@@ -516,6 +516,40 @@ fn pausing_the_queue_holds_new_jobs_until_resumed() {
             "the job to run after resuming",
         )
         .await;
+
+        // Cancel a held job, then delete it (Delete asks for a second click).
+        s.click("pause-queue").await;
+        s.wait_text(
+            "queue-state",
+            |t| t.starts_with("Queue paused"),
+            "the pause",
+        )
+        .await;
+        s.type_into("urls", &server.url("/page?title=Unwanted"))
+            .await;
+        s.click("add").await;
+        let rows = s
+            .wait_rows(
+                |r| r.len() == 2 && col(&r[0], "Status") == "pending",
+                "the held job",
+            )
+            .await;
+        let id = rows[0]["id"].clone();
+        select_row(&s, &id).await;
+        s.click("d-cancel").await;
+        s.wait_text("d-status", |t| t == "cancelled", "the cancel")
+            .await;
+        s.click("d-delete").await;
+        assert_eq!(s.text("d-delete").await, "Confirm delete");
+        s.click("d-delete").await;
+        s.wait_rows(|r| all_status(r, 1, "done"), "the cancelled job to be gone")
+            .await;
+        let left: i64 = rusqlite::Connection::open(s.db_path())
+            .expect("db")
+            .query_row("SELECT count(*) FROM jobs", [], |r| r.get(0))
+            .expect("count");
+        assert_eq!(left, 1);
+        assert_eq!(server.hits("/page?title=Unwanted"), 0);
         s.finish().await;
     });
 }

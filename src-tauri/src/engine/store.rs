@@ -1498,6 +1498,38 @@ mod tests {
     }
 
     #[test]
+    fn delete_removes_a_job_with_its_history_but_not_one_in_flight() {
+        let s = Store::open_in_memory().expect("store");
+        s.enqueue(
+            None,
+            &[job("http://a.example/1"), job("http://a.example/2")],
+            5,
+            0,
+        )
+        .expect("enqueue");
+        let running = s
+            .claim("w", 1, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("one");
+        let other = if running.job_id == 1 { 2 } else { 1 };
+        let results = s.delete(&[running.job_id, other, 99]).expect("delete");
+        assert_eq!(
+            results,
+            vec![
+                ActionResult::WrongState {
+                    id: running.job_id,
+                    status: Status::Running
+                },
+                ActionResult::Done { id: other },
+                ActionResult::NotFound { id: 99 },
+            ]
+        );
+        assert!(s.job(other).expect("read").is_none());
+        assert!(s.job(running.job_id).expect("read").is_some());
+        assert!(s.attempts(running.job_id).expect("attempts").len() == 1);
+    }
+
+    #[test]
     fn a_batch_closed_while_empty_reopens_when_its_jobs_arrive() {
         let s = Store::open_in_memory().expect("store");
         let batch = s.create_batch("paste", "paste", 0).expect("batch");
