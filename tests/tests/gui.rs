@@ -862,3 +862,58 @@ fn a_second_launch_hands_over_to_the_first_and_the_cli_shares_its_queue() {
         s.finish().await;
     });
 }
+
+#[test]
+fn hundreds_of_changes_reach_the_page_as_at_most_about_ten_events_a_second() {
+    gui(async {
+        let server = FaultServer::start();
+        let s = DesktopSession::launch().await;
+        s.js(
+            "window.__seen = []; \
+             window.__TAURI__.event.listen('jobs-changed', () => window.__seen.push(performance.now()));",
+            vec![],
+        )
+        .await;
+        // 300 quick pages, added by the CLI beside the open window.
+        let urls: Vec<String> = (0..300)
+            .map(|i| server.url(&format!("/ok/burst-{i}")))
+            .collect();
+        let out = std::process::Command::new(gleaner_tests::gleaner_bin())
+            .env("GLEANER_DATA_DIR", &s.data_dir)
+            .arg("add")
+            .args(&urls)
+            .output()
+            .expect("cli add");
+        assert!(out.status.success(), "{}", gleaner_tests::stderr(&out));
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while server.completions_prefix("/ok/burst-") < 300 {
+            assert!(Instant::now() < deadline, "the burst did not finish");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        s.wait_text(
+            "counts",
+            |t| t.contains("done300"),
+            "the header to show 300 done",
+        )
+        .await;
+        let seen: Vec<f64> =
+            serde_json::from_value(s.js("return window.__seen;", vec![]).await).expect("times");
+        assert!(
+            seen.len() >= 2,
+            "the page heard about the changes: {seen:?}"
+        );
+        // The most events in any one second.
+        let busiest = seen
+            .iter()
+            .map(|&t| seen.iter().filter(|&&u| u >= t && u < t + 1000.0).count())
+            .max()
+            .unwrap_or(0);
+        eprintln!(
+            "{} events for 300 jobs, at most {busiest} in one second",
+            seen.len()
+        );
+        assert!(busiest <= 11, "{busiest} events in one second: {seen:?}");
+        assert!(seen.len() < 300, "one event per change: {}", seen.len());
+        s.finish().await;
+    });
+}
