@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use gleaner::engine::extract::extract;
+use gleaner_tests::peak_rss_kib;
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../src-tauri/tests-fixtures/extract")
@@ -45,18 +46,6 @@ fn big_article(bytes: usize) -> Vec<u8> {
     page.into_bytes()
 }
 
-fn vm_hwm_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
 /// MB/s over repeated extraction of `body`: the median of 5 rounds of at least 0.5 s each.
 fn throughput(body: &[u8], content_type: &str) -> (f64, f64) {
     let mut rates = Vec::new();
@@ -82,12 +71,12 @@ fn throughput(body: &[u8], content_type: &str) -> (f64, f64) {
 
 fn child(mode: &str) {
     let body = big_article(20 * 1024 * 1024);
-    let before = vm_hwm_kib();
+    let before = peak_rss_kib();
     if mode == "extract" {
         let doc = extract(&body, Some("text/html"), "https://bench.example/big").expect("extract");
         std::hint::black_box(&doc);
     }
-    println!("{} {} {}", body.len(), before, vm_hwm_kib());
+    println!("{} {} {}", body.len(), before, peak_rss_kib());
 }
 
 fn main() {

@@ -183,6 +183,17 @@ field.value = value;
 field.dispatchEvent(new Event('change', { bubbles: true }));
 ";
 
+/// How long after the page started its first table was on screen (its `gleaner-ready` mark).
+async fn first_table_after(s: &DesktopSession) -> Duration {
+    let ready = s
+        .js(
+            "return performance.getEntriesByName('gleaner-ready')[0].startTime;",
+            vec![],
+        )
+        .await;
+    Duration::from_secs_f64(ready.as_f64().unwrap_or(f64::NAN) / 1000.0)
+}
+
 async fn gui(data_dir: &std::path::Path) {
     let mut opens = Vec::new();
     let mut filter_samples: Vec<(String, Vec<Duration>)> = Vec::new();
@@ -198,15 +209,7 @@ async fn gui(data_dir: &std::path::Path) {
     ];
     for round in 0..5 {
         let s = DesktopSession::launch_in(data_dir).await;
-        let ready = s
-            .js(
-                "return performance.getEntriesByName('gleaner-ready')[0].startTime;",
-                vec![],
-            )
-            .await;
-        opens.push(Duration::from_secs_f64(
-            ready.as_f64().unwrap_or(f64::NAN) / 1000.0,
-        ));
+        opens.push(first_table_after(&s).await);
         for _ in 0..5 {
             for (i, (name, id, value)) in filters.iter().enumerate() {
                 let ms = s
@@ -232,15 +235,7 @@ async fn gui(data_dir: &std::path::Path) {
     let mut empty_opens = Vec::new();
     for _ in 0..5 {
         let s = DesktopSession::launch_in(empty.path()).await;
-        let ready = s
-            .js(
-                "return performance.getEntriesByName('gleaner-ready')[0].startTime;",
-                vec![],
-            )
-            .await;
-        empty_opens.push(Duration::from_secs_f64(
-            ready.as_f64().unwrap_or(f64::NAN) / 1000.0,
-        ));
+        empty_opens.push(first_table_after(&s).await);
         s.finish().await;
     }
     println!("\n## The real window on that database (release build, Xvfb, WebKitGTK), ms\n");

@@ -12,19 +12,6 @@ use std::time::{Duration, Instant};
 use gleaner::engine::policy::Policy;
 use gleaner::engine::store::{NewJob, Store, Success, db_path};
 
-fn vm_hwm_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<f64>().ok())
-        })
-        .unwrap_or(0.0)
-        / 1024.0
-}
-
 fn jobs(n: usize) -> Vec<NewJob> {
     (0..n)
         .map(|i| {
@@ -50,7 +37,7 @@ fn line(sync: &str, op: &str, workers: usize, n: usize, secs: f64) {
     println!(
         "{{\"peer\":\"gleaner\",\"sync\":\"{sync}\",\"op\":\"{op}\",\"workers\":{workers},\"n\":{n},\"seconds\":{secs:.4},\"per_sec\":{:.1},\"peak_rss_mb\":{:.1}}}",
         n as f64 / secs,
-        vm_hwm_mb()
+        gleaner_tests::peak_rss_kib() as f64 / 1024.0
     );
 }
 

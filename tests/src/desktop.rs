@@ -366,6 +366,29 @@ impl DesktopSession {
         self.data_dir.join("gleaner.db")
     }
 
+    /// The session's database, for checking what was committed.
+    pub fn sql(&self) -> rusqlite::Connection {
+        let c = rusqlite::Connection::open(self.db_path()).expect("open db");
+        c.busy_timeout(Duration::from_secs(10))
+            .expect("busy timeout");
+        c
+    }
+
+    /// Run the CLI against this session's data folder (beside the open window) and check it
+    /// succeeded.
+    pub fn cli<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(&self, args: &[S]) {
+        let out = Command::new(crate::gleaner_bin())
+            .env("GLEANER_DATA_DIR", &self.data_dir)
+            .args(args)
+            .output()
+            .expect("run the CLI");
+        assert!(
+            out.status.success(),
+            "gleaner {args:?}: {}",
+            crate::stderr(&out)
+        );
+    }
+
     /// The app's own log (tauri-driver, WebKitWebDriver and the app write to it).
     pub fn app_log(&self) -> String {
         std::fs::read_to_string(self.data_dir.join("app.log")).unwrap_or_default()

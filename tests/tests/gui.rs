@@ -257,8 +257,8 @@ fn retry_brings_a_dead_job_back_with_its_history() {
         )
         .await;
         assert_eq!(s.text("d-pause-host").await, "Resume 127.0.0.1");
-        let manual: i64 = rusqlite::Connection::open(s.db_path())
-            .expect("db")
+        let manual: i64 = s
+            .sql()
             .query_row(
                 "SELECT manual_pause FROM hosts WHERE host = '127.0.0.1'",
                 [],
@@ -442,7 +442,7 @@ fn settings_are_saved_applied_and_can_silence_notifications() {
         s.wait_text("status", |t| t == "Settings saved and applied.", "the save")
             .await;
 
-        let conn = rusqlite::Connection::open(s.db_path()).expect("db");
+        let conn = s.sql();
         let (policy, notify): (String, String) = conn
             .query_row(
                 "SELECT (SELECT value FROM settings WHERE key = 'policy'), \
@@ -544,8 +544,8 @@ fn pausing_the_queue_holds_new_jobs_until_resumed() {
         s.click("d-delete").await;
         s.wait_rows(|r| all_status(r, 1, "done"), "the cancelled job to be gone")
             .await;
-        let left: i64 = rusqlite::Connection::open(s.db_path())
-            .expect("db")
+        let left: i64 = s
+            .sql()
             .query_row("SELECT count(*) FROM jobs", [], |r| r.get(0))
             .expect("count");
         assert_eq!(left, 1);
@@ -758,8 +758,8 @@ fn the_tray_shows_counts_pauses_the_queue_and_quits_remembering_the_window() {
             "the window to show the pause",
         )
         .await;
-        let paused: String = rusqlite::Connection::open(s.db_path())
-            .expect("db")
+        let paused: String = s
+            .sql()
             .query_row(
                 "SELECT value FROM settings WHERE key = 'queue_paused'",
                 [],
@@ -846,12 +846,7 @@ fn a_second_launch_hands_over_to_the_first_and_the_cli_shares_its_queue() {
         assert!(s.app_running(), "the first window is still there");
 
         // The CLI adds to the same queue; the open window fetches it and shows it.
-        let out = std::process::Command::new(gleaner_tests::gleaner_bin())
-            .env("GLEANER_DATA_DIR", &s.data_dir)
-            .args(["add", &server.url("/page?title=From%20the%20CLI")])
-            .output()
-            .expect("cli add");
-        assert!(out.status.success(), "{}", gleaner_tests::stderr(&out));
+        s.cli(&["add", &server.url("/page?title=From%20the%20CLI")]);
         let rows = s
             .wait_rows(
                 |r| all_status(r, 1, "done"),
@@ -878,13 +873,9 @@ fn hundreds_of_changes_reach_the_page_as_at_most_about_ten_events_a_second() {
         let urls: Vec<String> = (0..300)
             .map(|i| server.url(&format!("/ok/burst-{i}")))
             .collect();
-        let out = std::process::Command::new(gleaner_tests::gleaner_bin())
-            .env("GLEANER_DATA_DIR", &s.data_dir)
-            .arg("add")
-            .args(&urls)
-            .output()
-            .expect("cli add");
-        assert!(out.status.success(), "{}", gleaner_tests::stderr(&out));
+        let mut args = vec!["add".to_string()];
+        args.extend(urls);
+        s.cli(&args);
         let deadline = Instant::now() + Duration::from_secs(120);
         while server.completions_prefix("/ok/burst-") < 300 {
             assert!(Instant::now() < deadline, "the burst did not finish");

@@ -14,7 +14,7 @@ use crate::engine::clock::{Clock as _, SystemClock};
 use crate::engine::intake::{self, Found};
 use crate::engine::policy::Policy;
 use crate::engine::store::{
-    ActionResult, Attempt, BatchInfo, Enqueued, HostCount, Job, JobFilter, Stats, Status,
+    ActionResult, Attempt, BatchInfo, Enqueued, HostCount, Job, JobFilter, Stats, Status, Store,
     StoreError, rfc3339,
 };
 
@@ -37,6 +37,14 @@ async fn off_main<T: Send + 'static>(
     tauri::async_runtime::spawn_blocking(f)
         .await
         .map_err(|e| format!("The request stopped: {e}"))?
+}
+
+/// The job, or a sentence saying it could not be read or no longer exists.
+fn job_or_gone(store: &Store, id: i64) -> Result<Job, String> {
+    store
+        .job(id)
+        .map_err(store_error("Could not read the job"))?
+        .ok_or_else(|| format!("Job {id} no longer exists."))
 }
 
 /// Counts for the header bar.
@@ -147,7 +155,7 @@ pub async fn list_jobs(query: JobQuery, state: State<'_, DesktopState>) -> Resul
     off_main(move || page_of_jobs(query, &store)).await
 }
 
-fn page_of_jobs(query: JobQuery, store: &crate::engine::store::Store) -> Result<JobPage, String> {
+fn page_of_jobs(query: JobQuery, store: &Store) -> Result<JobPage, String> {
     let status = match query.status.as_deref().filter(|s| !s.is_empty()) {
         None => None,
         Some(s) => Some(Status::parse(s).ok_or_else(|| format!("Unknown status “{s}”."))?),
@@ -204,12 +212,10 @@ pub struct JobDetails {
 pub async fn job_details(id: i64, state: State<'_, DesktopState>) -> Result<JobDetails, String> {
     let store = state.reader.clone();
     off_main(move || {
-        let fail = store_error("Could not read the job");
-        let job = store
-            .job(id)
-            .map_err(&fail)?
-            .ok_or_else(|| format!("Job {id} no longer exists."))?;
-        let attempts = store.attempts(id).map_err(&fail)?;
+        let job = job_or_gone(&store, id)?;
+        let attempts = store
+            .attempts(id)
+            .map_err(store_error("Could not read the job"))?;
         Ok(JobDetails {
             max_attempts: job.max_retries.saturating_add(1),
             job,
@@ -483,11 +489,7 @@ pub fn open_document<R: Runtime>(
     state: State<'_, DesktopState>,
 ) -> Result<(), String> {
     use tauri_plugin_opener::OpenerExt as _;
-    let job = state
-        .store
-        .job(id)
-        .map_err(store_error("Could not read the job"))?
-        .ok_or_else(|| format!("Job {id} no longer exists."))?;
+    let job = job_or_gone(&state.store, id)?;
     let doc = job
         .document
         .ok_or_else(|| "This job has no saved document yet.".to_string())?;
@@ -520,11 +522,7 @@ pub fn open_in_browser<R: Runtime>(
     state: State<'_, DesktopState>,
 ) -> Result<(), String> {
     use tauri_plugin_opener::OpenerExt as _;
-    let job = state
-        .store
-        .job(id)
-        .map_err(store_error("Could not read the job"))?
-        .ok_or_else(|| format!("Job {id} no longer exists."))?;
+    let job = job_or_gone(&state.store, id)?;
     let target = job.final_url.unwrap_or(job.url);
     let parsed = url::Url::parse(&target).map_err(|e| format!("Not a valid address: {e}"))?;
     if !matches!(parsed.scheme(), "http" | "https") {

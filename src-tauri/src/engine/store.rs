@@ -996,6 +996,18 @@ impl Store {
     /// Dead jobs not yet announced, marked announced in the same transaction, so each death is
     /// announced at most once even across restarts and several windows.
     pub fn take_unannounced_deaths(&self, limit: u32) -> Result<Vec<Job>> {
+        // Called after every burst of job events: most bursts hold no death, and those should
+        // not take the write lock the workers need.
+        let any = {
+            let conn = self.conn()?;
+            conn.prepare_cached(
+                "SELECT 1 FROM jobs WHERE status = 'dead' AND dead_notified = 0 LIMIT 1",
+            )?
+            .exists([])?
+        };
+        if !any {
+            return Ok(Vec::new());
+        }
         self.write(|tx| {
             let ids: Vec<i64> = tx
                 .prepare_cached(
