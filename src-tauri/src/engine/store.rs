@@ -2,6 +2,7 @@
 //! transaction and is reported only after it commits, so what the logs and the UI say is what
 //! the database holds.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -48,6 +49,7 @@ pub fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0004_blocked_pages.sql")),
         M::up(include_str!("../../migrations/0005_job_browsing.sql")),
         M::up(include_str!("../../migrations/0006_host_due.sql")),
+        M::up(include_str!("../../migrations/0007_host_lanes.sql")),
     ])
 }
 
@@ -144,6 +146,44 @@ pub struct Claimed {
     pub attempt_id: i64,
     pub attempt: u32,
     pub owner: String,
+}
+
+/// How a claimed job's attempt ended, for [`Store::step`].
+#[derive(Debug, Clone)]
+pub enum Finish {
+    Success(Success),
+    /// `unit` is the jitter sample in [-1, 1].
+    Failure {
+        failure: Failure,
+        unit: f64,
+    },
+}
+
+/// A finished job as committed by [`Store::step`].
+#[derive(Debug, Clone)]
+pub enum Settled {
+    Done(Job),
+    Failed(Failed),
+    /// The lease was lost meanwhile (cancelled, or recovered after expiry): the attempt is
+    /// recorded, the job row is left alone.
+    Discarded,
+}
+
+/// What a worker asks [`Store::step`] to claim.
+#[derive(Debug, Clone)]
+pub struct ClaimRequest<'a> {
+    pub owner: &'a str,
+    pub lease: Duration,
+    pub per_host: u32,
+    /// Free slots: claim at most this many.
+    pub max: usize,
+}
+
+/// The result of one [`Store::step`]: every finished job as committed, then the new claims.
+#[derive(Debug)]
+pub struct Step {
+    pub settled: Vec<(Claimed, Finish, Settled)>,
+    pub claimed: Vec<Claimed>,
 }
 
 /// A new job for [`Store::enqueue`].
@@ -282,29 +322,35 @@ impl std::fmt::Debug for Store {
     }
 }
 
-/// The claim: open batches in rotation (least recently served first), within a batch the
-/// earliest due job whose host is neither paused nor at its connection limit.
-///
-/// The `CROSS JOIN` fixes batches as the outer loop and the `INDEXED BY`s pin both loops to
-/// their indexes, so the ORDER BY is satisfied by walking them: SQLite never sorts the pending
-/// rows (a unit test checks the plan has no temp B-tree).
-const CLAIM_SQL: &str = "UPDATE jobs SET status = 'running', lease_owner = ?1, lease_until = ?2, \
-         attempts = attempts + 1, updated_at = ?3 \
-     WHERE id = ( \
-         SELECT j.id FROM batches b INDEXED BY batches_rotation \
-         CROSS JOIN jobs j INDEXED BY jobs_batch_due \
-         WHERE b.open = 1 AND j.batch_id = b.id AND j.status = 'pending' AND j.run_at <= ?3 \
-           AND NOT EXISTS (SELECT 1 FROM hosts h WHERE h.host = j.host \
-                 AND (h.manual_pause != 0 OR h.paused_until > ?3)) \
-           AND (SELECT count(*) FROM jobs r WHERE r.status = 'running' AND r.host = j.host) \
-                 < coalesce((SELECT h.concurrency_limit FROM hosts h WHERE h.host = j.host AND h.concurrency_limit < ?4), ?4) \
-         ORDER BY b.served_seq, b.id, j.run_at LIMIT 1) \
-     RETURNING id, url, host, attempts, batch_id";
+/// The claim's reads, in the order [`claim_one`] uses them. Each is a seek or an ordered walk
+/// of an index; a unit test checks that none of them sorts (no temp B-tree).
+const CLAIM_BATCHES: &str =
+    "SELECT id FROM batches INDEXED BY batches_rotation WHERE open = 1 ORDER BY served_seq, id";
+const CLAIM_BATCH_DUE: &str = "SELECT 1 FROM jobs INDEXED BY jobs_batch_due \
+     WHERE batch_id = ?1 AND status = 'pending' AND run_at <= ?2 LIMIT 1";
+const CLAIM_LANES: &str =
+    "SELECT host FROM lanes INDEXED BY lanes_rotation WHERE batch_id = ?1 ORDER BY served_seq";
+const CLAIM_LANE_HEAD: &str = "SELECT id, run_at FROM jobs INDEXED BY jobs_lane_due \
+     WHERE batch_id = ?1 AND host = ?2 AND status = 'pending' ORDER BY run_at LIMIT 1";
+const CLAIM_HOST: &str =
+    "SELECT manual_pause != 0, paused_until, concurrency_limit FROM hosts WHERE host = ?1";
+const CLAIM_HOST_RUNNING: &str = "SELECT count(*) FROM jobs INDEXED BY jobs_running_host \
+     WHERE status = 'running' AND host = ?1";
 
 /// Move a batch to the back of the rotation.
 const SERVED_SQL: &str = "UPDATE batches SET served_seq = 1 + coalesce( \
          (SELECT max(served_seq) FROM batches INDEXED BY batches_rotation WHERE open = 1), 0) \
      WHERE id = ?1";
+
+/// Move a lane (one host inside one batch) to the back of its batch's rotation.
+const LANE_SERVED_SQL: &str = "UPDATE lanes SET served_seq = 1 + coalesce( \
+         (SELECT max(served_seq) FROM lanes INDEXED BY lanes_rotation WHERE batch_id = ?1), 0) \
+     WHERE batch_id = ?1 AND host = ?2";
+
+/// Make sure a pending job's lane exists: the claim only finds jobs through their lanes.
+/// A new lane joins the back of its batch's rotation, so hosts are served in arrival order.
+const LANE_SQL: &str = "INSERT OR IGNORE INTO lanes (batch_id, host, served_seq) VALUES (?1, ?2, \
+     1 + coalesce((SELECT max(served_seq) FROM lanes INDEXED BY lanes_rotation WHERE batch_id = ?1), 0))";
 
 const JOB_COLUMNS: &str = "j.id, j.url, j.final_url, j.host, j.status, j.attempts, j.max_retries, \
      j.run_at, j.error_class, j.error, j.http_status, j.title, j.document, j.content_type, \
@@ -472,6 +518,7 @@ impl Store {
                  budget_started_at, created_at, updated_at) \
                  VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?5, ?5, ?5)",
             )?;
+            let mut lane = tx.prepare_cached(LANE_SQL)?;
             let mut out = Vec::with_capacity(jobs.len());
             for job in jobs {
                 let existing = find
@@ -495,8 +542,10 @@ impl Store {
                     now,
                     max_retries
                 ])?;
+                let id = tx.last_insert_rowid();
+                lane.execute(params![batch_id, job.host])?;
                 out.push(Enqueued::Queued {
-                    id: tx.last_insert_rowid(),
+                    id,
                     url: job.url.clone(),
                 });
             }
@@ -521,40 +570,14 @@ impl Store {
         lease: Duration,
         per_host: u32,
     ) -> Result<Option<Claimed>> {
-        self.write(|tx| {
-            if queue_paused(tx)? {
-                return Ok(None);
-            }
-            let lease_until = now + lease.as_millis() as Millis;
-            let claimed = tx
-                .prepare_cached(CLAIM_SQL)?
-                .query_row(params![owner, lease_until, now, per_host], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, u32>(3)?,
-                        r.get::<_, i64>(4)?,
-                    ))
-                })
-                .optional()?;
-            let Some((job_id, url, host, attempt, batch_id)) = claimed else {
-                return Ok(None);
-            };
-            tx.prepare_cached(SERVED_SQL)?.execute([batch_id])?;
-            tx.prepare_cached(
-                "INSERT INTO attempts (job_id, number, started_at, worker) VALUES (?1, ?2, ?3, ?4)",
-            )?
-            .execute(params![job_id, attempt, now, owner])?;
-            Ok(Some(Claimed {
-                job_id,
-                url,
-                host,
-                attempt_id: tx.last_insert_rowid(),
-                attempt,
-                owner: owner.to_string(),
-            }))
-        })
+        let request = ClaimRequest {
+            owner,
+            lease,
+            per_host,
+            max: 1,
+        };
+        let step = self.step(Vec::new(), &Policy::default(), now, Some(&request))?;
+        Ok(step.claimed.into_iter().next())
     }
 
     /// Mark a claimed job done. Returns `None` if the lease was lost meanwhile (cancelled, or
@@ -566,35 +589,7 @@ impl Store {
         policy: &Policy,
         now: Millis,
     ) -> Result<Option<Job>> {
-        self.write(|tx| {
-            let changed = tx.execute(
-                "UPDATE jobs SET status = 'done', lease_owner = NULL, lease_until = NULL, \
-                     final_url = ?3, http_status = ?4, title = ?5, document = ?6, content_type = ?7, \
-                     sha256 = ?8, error_class = NULL, error = NULL, updated_at = ?9, finished_at = ?9 \
-                 WHERE id = ?1 AND status = 'running' AND lease_owner = ?2",
-                params![
-                    claimed.job_id,
-                    claimed.owner,
-                    success.final_url,
-                    success.http_status,
-                    success.title,
-                    success.document,
-                    success.content_type,
-                    success.sha256,
-                    now
-                ],
-            )?;
-            let outcome = if changed == 1 { "success" } else { "success_discarded" };
-            tx.execute(
-                "UPDATE attempts SET finished_at = ?2, outcome = ?3, http_status = ?4 WHERE id = ?1",
-                params![claimed.attempt_id, now, outcome, success.http_status],
-            )?;
-            if changed == 0 {
-                return Ok(None);
-            }
-            record_host_success(tx, &claimed.host, policy.per_host)?;
-            Ok(load_job(tx, claimed.job_id)?)
-        })
+        self.write(|tx| complete_in(tx, claimed, success, policy, now))
     }
 
     /// Record a failed attempt and decide, inside the same transaction, whether the job waits
@@ -607,34 +602,45 @@ impl Store {
         now: Millis,
         unit: f64,
     ) -> Result<Option<Failed>> {
+        self.write(|tx| fail_in(tx, claimed, failure, policy, now, unit))
+    }
+
+    /// Group commit: record the outcomes of finished jobs and claim up to `claim.max` more, all
+    /// in one transaction, so a busy worker pays one commit (one fsync at `synchronous=FULL`)
+    /// for a whole group of jobs instead of two per job. The results come back in the order
+    /// of `finished`; nothing is reported before the transaction commits.
+    pub fn step(
+        &self,
+        finished: Vec<(Claimed, Finish)>,
+        policy: &Policy,
+        now: Millis,
+        claim: Option<&ClaimRequest<'_>>,
+    ) -> Result<Step> {
         self.write(|tx| {
-            let job = tx
-                .query_row(
-                    &format!(
-                        "SELECT {JOB_COLUMNS} FROM jobs j LEFT JOIN batches b ON b.id = j.batch_id \
-                         WHERE j.id = ?1 AND j.status = 'running' AND j.lease_owner = ?2"
-                    ),
-                    params![claimed.job_id, claimed.owner],
-                    job_from_row,
-                )
-                .optional()?;
-            let Some(job) = job else {
-                tx.execute(
-                    "UPDATE attempts SET finished_at = ?2, outcome = ?3, kind = ?4, http_status = ?5, error = ?6 \
-                     WHERE id = ?1",
-                    params![
-                        claimed.attempt_id,
-                        now,
-                        failure.class().as_str(),
-                        kind_str(failure.kind),
-                        failure.http_status,
-                        format!("{} (result discarded: the job was cancelled or taken over)", failure.message)
-                    ],
-                )?;
-                return Ok(None);
-            };
-            let failed = apply_failure(tx, &job, Some(claimed.attempt_id), failure, policy, now, unit)?;
-            Ok(Some(failed))
+            let mut settled = Vec::with_capacity(finished.len());
+            for (claimed, finish) in finished {
+                let result = match &finish {
+                    Finish::Success(success) => complete_in(tx, &claimed, success, policy, now)?
+                        .map_or(Settled::Discarded, Settled::Done),
+                    Finish::Failure { failure, unit } => {
+                        fail_in(tx, &claimed, failure, policy, now, *unit)?
+                            .map_or(Settled::Discarded, Settled::Failed)
+                    }
+                };
+                settled.push((claimed, finish, result));
+            }
+            let mut claimed = Vec::new();
+            if let Some(request) = claim.filter(|r| r.max > 0)
+                && !queue_paused(tx)?
+            {
+                while claimed.len() < request.max {
+                    match claim_one(tx, request, now)? {
+                        Some(c) => claimed.push(c),
+                        None => break,
+                    }
+                }
+            }
+            Ok(Step { settled, claimed })
         })
     }
 
@@ -883,6 +889,13 @@ impl Store {
                              WHERE id = (SELECT batch_id FROM jobs WHERE id = ?1)",
                             [id],
                         )?;
+                        tx.execute(
+                            "INSERT INTO lanes (batch_id, host, served_seq) \
+                                 SELECT j.batch_id, j.host, coalesce((SELECT min(served_seq) FROM lanes \
+                                     WHERE batch_id = j.batch_id), 0) - 1 FROM jobs j WHERE j.id = ?1 \
+                             ON CONFLICT(batch_id, host) DO UPDATE SET served_seq = excluded.served_seq",
+                            [id],
+                        )?;
                         out.push(ActionResult::Done { id });
                     }
                     other => out.push(ActionResult::WrongState { id, status: other }),
@@ -1044,6 +1057,13 @@ impl Store {
     pub fn resume_host(&self, host: &str, now: Millis) -> Result<bool> {
         let host = host.trim().to_ascii_lowercase();
         self.write(|tx| {
+            // Jobs that were moved to the end of a rate-limit pause are due again at once.
+            tx.execute(
+                "UPDATE jobs INDEXED BY jobs_host_due SET run_at = ?2 \
+                 WHERE host = ?1 AND status = 'pending' \
+                   AND run_at = (SELECT paused_until FROM hosts WHERE host = ?1 AND paused_until > ?2)",
+                params![host, now],
+            )?;
             let n = tx.execute(
                 "UPDATE hosts SET manual_pause = 0, paused_until = NULL, pause_reason = NULL \
                  WHERE host = ?1 AND (manual_pause != 0 OR paused_until > ?2)",
@@ -1216,7 +1236,210 @@ fn revive(tx: &Transaction<'_>, id: i64, max_retries: u32, now: Millis) -> Resul
         "UPDATE batches SET open = 1 WHERE id = (SELECT batch_id FROM jobs WHERE id = ?1)",
         [id],
     )?;
+    let (batch_id, host): (i64, String) =
+        tx.query_row("SELECT batch_id, host FROM jobs WHERE id = ?1", [id], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+    tx.prepare_cached(LANE_SQL)?
+        .execute(params![batch_id, host])?;
     Ok(())
+}
+
+/// Claim one eligible job inside `tx`: the open batches in rotation (least recently served
+/// first); inside a batch, its lanes (one per host) in rotation; inside a lane, the earliest
+/// due job. Each step is an index seek, so the cost does not grow with the pending rows: a
+/// host that is paused or at its connection limit costs one check per lane, not one per row,
+/// and a batch with nothing due costs one seek.
+fn claim_one(tx: &Transaction<'_>, req: &ClaimRequest<'_>, now: Millis) -> Result<Option<Claimed>> {
+    let mut batches = tx.prepare_cached(CLAIM_BATCHES)?;
+    let mut batch_due = tx.prepare_cached(CLAIM_BATCH_DUE)?;
+    let mut lanes = tx.prepare_cached(CLAIM_LANES)?;
+    let mut lane_head = tx.prepare_cached(CLAIM_LANE_HEAD)?;
+    let mut can_start: HashMap<String, bool> = HashMap::new();
+    let mut empty_lanes: Vec<(i64, String)> = Vec::new();
+    let mut found: Option<(i64, i64, String)> = None;
+    let mut batch_rows = batches.query([])?;
+    'batches: while let Some(row) = batch_rows.next()? {
+        let batch_id: i64 = row.get(0)?;
+        if !batch_due.exists(params![batch_id, now])? {
+            continue;
+        }
+        let mut lane_rows = lanes.query([batch_id])?;
+        while let Some(lane) = lane_rows.next()? {
+            let host: String = lane.get(0)?;
+            let open = match can_start.get(&host) {
+                Some(&open) => open,
+                None => {
+                    let open = host_can_start(tx, &host, now, req.per_host)?;
+                    can_start.insert(host.clone(), open);
+                    open
+                }
+            };
+            if !open {
+                continue;
+            }
+            let head: Option<(i64, Millis)> = lane_head
+                .query_row(params![batch_id, host], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            match head {
+                Some((id, run_at)) if run_at <= now => {
+                    found = Some((id, batch_id, host));
+                    break 'batches;
+                }
+                Some(_) => {}
+                None => empty_lanes.push((batch_id, host)),
+            }
+        }
+    }
+    drop(batch_rows);
+    if !empty_lanes.is_empty() {
+        let mut delete =
+            tx.prepare_cached("DELETE FROM lanes WHERE batch_id = ?1 AND host = ?2")?;
+        for (batch_id, host) in &empty_lanes {
+            delete.execute(params![batch_id, host])?;
+        }
+    }
+    let Some((job_id, batch_id, host)) = found else {
+        return Ok(None);
+    };
+    let lease_until = now + req.lease.as_millis() as Millis;
+    let (url, attempt): (String, u32) = tx
+        .prepare_cached(
+            "UPDATE jobs SET status = 'running', lease_owner = ?2, lease_until = ?3, \
+                 attempts = attempts + 1, updated_at = ?4 \
+             WHERE id = ?1 RETURNING url, attempts",
+        )?
+        .query_row(params![job_id, req.owner, lease_until, now], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+    tx.prepare_cached(LANE_SERVED_SQL)?
+        .execute(params![batch_id, host])?;
+    tx.prepare_cached(SERVED_SQL)?.execute([batch_id])?;
+    tx.prepare_cached(
+        "INSERT INTO attempts (job_id, number, started_at, worker) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![job_id, attempt, now, req.owner])?;
+    Ok(Some(Claimed {
+        job_id,
+        url,
+        host,
+        attempt_id: tx.last_insert_rowid(),
+        attempt,
+        owner: req.owner.to_string(),
+    }))
+}
+
+/// Whether a job for `host` may start now: not paused, and below its connection limit (the
+/// policy's, or lower while it recovers from a rate limit), counting every process's jobs.
+fn host_can_start(tx: &Transaction<'_>, host: &str, now: Millis, per_host: u32) -> Result<bool> {
+    let state: Option<(bool, Option<Millis>, Option<u32>)> = tx
+        .prepare_cached(CLAIM_HOST)?
+        .query_row([host], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .optional()?;
+    let mut limit = per_host.max(1);
+    if let Some((manual, paused_until, own_limit)) = state {
+        if manual || paused_until.is_some_and(|t| t > now) {
+            return Ok(false);
+        }
+        if let Some(own) = own_limit {
+            limit = limit.min(own.max(1));
+        }
+    }
+    let running: u32 = tx
+        .prepare_cached(CLAIM_HOST_RUNNING)?
+        .query_row([host], |r| r.get(0))?;
+    Ok(running < limit)
+}
+
+fn complete_in(
+    tx: &Transaction<'_>,
+    claimed: &Claimed,
+    success: &Success,
+    policy: &Policy,
+    now: Millis,
+) -> Result<Option<Job>> {
+    let changed = tx
+        .prepare_cached(
+            "UPDATE jobs SET status = 'done', lease_owner = NULL, lease_until = NULL, \
+                 final_url = ?3, http_status = ?4, title = ?5, document = ?6, content_type = ?7, \
+                 sha256 = ?8, error_class = NULL, error = NULL, updated_at = ?9, finished_at = ?9 \
+             WHERE id = ?1 AND status = 'running' AND lease_owner = ?2",
+        )?
+        .execute(params![
+            claimed.job_id,
+            claimed.owner,
+            success.final_url,
+            success.http_status,
+            success.title,
+            success.document,
+            success.content_type,
+            success.sha256,
+            now
+        ])?;
+    let outcome = if changed == 1 {
+        "success"
+    } else {
+        "success_discarded"
+    };
+    tx.prepare_cached(
+        "UPDATE attempts SET finished_at = ?2, outcome = ?3, http_status = ?4 WHERE id = ?1",
+    )?
+    .execute(params![
+        claimed.attempt_id,
+        now,
+        outcome,
+        success.http_status
+    ])?;
+    if changed == 0 {
+        return Ok(None);
+    }
+    record_host_success(tx, &claimed.host, policy.per_host)?;
+    Ok(load_job(tx, claimed.job_id)?)
+}
+
+fn fail_in(
+    tx: &Transaction<'_>,
+    claimed: &Claimed,
+    failure: &Failure,
+    policy: &Policy,
+    now: Millis,
+    unit: f64,
+) -> Result<Option<Failed>> {
+    let job = tx
+        .prepare_cached(&format!(
+            "SELECT {JOB_COLUMNS} FROM jobs j LEFT JOIN batches b ON b.id = j.batch_id \
+             WHERE j.id = ?1 AND j.status = 'running' AND j.lease_owner = ?2"
+        ))?
+        .query_row(params![claimed.job_id, claimed.owner], job_from_row)
+        .optional()?;
+    let Some(job) = job else {
+        tx.execute(
+            "UPDATE attempts SET finished_at = ?2, outcome = ?3, kind = ?4, http_status = ?5, error = ?6 \
+             WHERE id = ?1",
+            params![
+                claimed.attempt_id,
+                now,
+                failure.class().as_str(),
+                kind_str(failure.kind),
+                failure.http_status,
+                format!(
+                    "{} (result discarded: the job was cancelled or taken over)",
+                    failure.message
+                )
+            ],
+        )?;
+        return Ok(None);
+    };
+    let failed = apply_failure(
+        tx,
+        &job,
+        Some(claimed.attempt_id),
+        failure,
+        policy,
+        now,
+        unit,
+    )?;
+    Ok(Some(failed))
 }
 
 /// Take batches with nothing left to do out of the rotation, so the claim does not walk them.
@@ -1224,6 +1447,10 @@ fn close_finished_batches(tx: &Transaction<'_>) -> Result<()> {
     tx.execute(
         "UPDATE batches SET open = 0 WHERE open = 1 AND NOT EXISTS (SELECT 1 FROM jobs \
              WHERE jobs.batch_id = batches.id AND jobs.status IN ('pending', 'running'))",
+        [],
+    )?;
+    tx.execute(
+        "DELETE FROM lanes WHERE batch_id IN (SELECT id FROM batches WHERE open = 0)",
         [],
     )?;
     Ok(())
@@ -1301,6 +1528,10 @@ fn apply_failure(
             blocked
         ],
     )?;
+    if status == "pending" {
+        tx.prepare_cached(LANE_SQL)?
+            .execute(params![job.batch_id, job.host])?;
+    }
     if let Some(attempt_id) = attempt_id {
         let outcome = if failure.kind == FailureKind::Interrupted {
             "interrupted"
@@ -1414,7 +1645,7 @@ mod tests {
         let v: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .expect("version");
-        assert_eq!(v, 6);
+        assert_eq!(v, 7);
         let (url, notified): (String, i64) = conn
             .query_row("SELECT url, dead_notified FROM jobs", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))
@@ -1565,15 +1796,18 @@ mod tests {
         jobs.push(job("http://b.example/1"));
         s.enqueue(None, &jobs, 5, 0).expect("enqueue");
         let lease = Duration::from_secs(60);
+        // Hosts take turns inside a batch: a, b, then a again.
         let first = s.claim("w", 10, lease, 2).expect("claim").expect("a1");
+        let other = s.claim("w", 10, lease, 2).expect("claim").expect("b");
         let second = s.claim("w", 10, lease, 2).expect("claim").expect("a2");
         assert_eq!(
-            (first.host.as_str(), second.host.as_str()),
-            ("a.example", "a.example")
+            [&first.host, &other.host, &second.host],
+            ["a.example", "b.example", "a.example"]
         );
-        let third = s.claim("w", 10, lease, 2).expect("claim").expect("b");
-        assert_eq!(third.host, "b.example", "a.example is at its limit of 2");
-        assert!(s.claim("w", 10, lease, 2).expect("claim").is_none());
+        assert!(
+            s.claim("w", 10, lease, 2).expect("claim").is_none(),
+            "a.example is at its limit of 2"
+        );
 
         // A 429 on a.example pauses the whole host, even though one of its slots frees up.
         let policy = Policy {
@@ -1791,6 +2025,176 @@ mod tests {
     }
 
     #[test]
+    fn hosts_take_turns_inside_a_batch() {
+        let s = Store::open_in_memory().expect("store");
+        let mut jobs: Vec<_> = (0..300)
+            .map(|i| job(&format!("http://journal.example/{i}")))
+            .collect();
+        jobs.extend((0..2).map(|i| job(&format!("http://small.example/{i}"))));
+        jobs.extend((0..2).map(|i| job(&format!("http://blog.example/{i}"))));
+        s.enqueue(None, &jobs, 5, 0).expect("enqueue");
+        let hosts: Vec<String> = (0..8)
+            .map(|_| {
+                s.claim("w", 10, Duration::from_secs(60), 100)
+                    .expect("claim")
+                    .expect("job")
+                    .host
+            })
+            .collect();
+        assert_eq!(
+            hosts,
+            [
+                "journal", "small", "blog", "journal", "small", "blog", "journal", "journal"
+            ]
+            .map(|h| format!("{h}.example"))
+        );
+    }
+
+    #[test]
+    fn a_paused_host_with_a_backlog_at_the_head_costs_the_claim_the_same_at_any_size() {
+        // SQLite's own count of virtual-machine instructions, not a timing: the claim's work
+        // must not grow with the paused host's backlog.
+        let claim_cost = |backlog: usize| -> u64 {
+            let s = Store::open_in_memory().expect("store");
+            let mut jobs: Vec<_> = (0..backlog)
+                .map(|i| job(&format!("http://paused.example/{i}")))
+                .collect();
+            jobs.push(job("http://open.example/1"));
+            s.enqueue(None, &jobs, 5, 0).expect("enqueue");
+            s.pause_host("paused.example", 1).expect("pause");
+            let (c, ops) = vm_ops(&s, || s.claim("w", 10, Duration::from_secs(60), 2));
+            assert_eq!(c.expect("claim").expect("job").host, "open.example");
+            assert!(s.resume_host("paused.example", 20).expect("resume"));
+            let c = s
+                .claim("w", 20, Duration::from_secs(60), 2)
+                .expect("claim")
+                .expect("resumed");
+            assert_eq!(c.host, "paused.example");
+            ops
+        };
+        let small = claim_cost(10);
+        let big = claim_cost(10_000);
+        eprintln!("claim VM ops: {small} past 10 paused rows, {big} past 10,000");
+        assert!(
+            big <= small + 200,
+            "a claim past 10 paused rows took {small} VM ops, past 10,000 took {big}"
+        );
+    }
+
+    /// `f`'s SQLite VM instructions on this store's connection, to the nearest 10.
+    fn vm_ops<T>(s: &Store, f: impl FnOnce() -> T) -> (T, u64) {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let count = std::sync::Arc::new(AtomicU64::new(0));
+        let counter = count.clone();
+        s.conn().expect("conn").progress_handler(
+            10,
+            Some(move || {
+                counter.fetch_add(10, Ordering::Relaxed);
+                false
+            }),
+        );
+        let out = f();
+        s.conn()
+            .expect("conn")
+            .progress_handler(10, None::<fn() -> bool>);
+        (out, count.load(Ordering::Relaxed))
+    }
+
+    #[test]
+    fn one_step_commits_a_group_of_outcomes_and_claims_the_freed_slots() {
+        let s = Store::open_in_memory().expect("store");
+        let jobs: Vec<_> = (0..6)
+            .map(|i| job(&format!("http://h{i}.example/")))
+            .collect();
+        s.enqueue(None, &jobs, 5, 0).expect("enqueue");
+        let policy = Policy {
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let request = ClaimRequest {
+            owner: "w",
+            lease: Duration::from_secs(60),
+            per_host: 2,
+            max: 3,
+        };
+        let first = s
+            .step(Vec::new(), &policy, 10, Some(&request))
+            .expect("step");
+        assert!(first.settled.is_empty());
+        let ids: Vec<i64> = first.claimed.iter().map(|c| c.job_id).collect();
+        assert_eq!(ids, [1, 2, 3]);
+        // Job 2 is cancelled while in flight: its success is discarded, the others commit.
+        s.cancel(&[2], 11).expect("cancel");
+        let mut server = Failure::new(FailureKind::ServerError, "500 Internal Server Error");
+        server.http_status = Some(500);
+        let ok = Success {
+            http_status: 200,
+            ..Success::default()
+        };
+        let finished = vec![
+            (first.claimed[0].clone(), Finish::Success(ok.clone())),
+            (first.claimed[1].clone(), Finish::Success(ok)),
+            (
+                first.claimed[2].clone(),
+                Finish::Failure {
+                    failure: server,
+                    unit: 0.0,
+                },
+            ),
+        ];
+        let second = s.step(finished, &policy, 12, Some(&request)).expect("step");
+        let results: Vec<(i64, &str)> = second
+            .settled
+            .iter()
+            .map(|(c, _, settled)| {
+                (
+                    c.job_id,
+                    match settled {
+                        Settled::Done(j) => j.status.as_str(),
+                        Settled::Failed(f) => f.job.status.as_str(),
+                        Settled::Discarded => "discarded",
+                    },
+                )
+            })
+            .collect();
+        assert_eq!(results, [(1, "done"), (2, "discarded"), (3, "pending")]);
+        let ids: Vec<i64> = second.claimed.iter().map(|c| c.job_id).collect();
+        assert_eq!(ids, [4, 5, 6], "job 3 waits 30 s for its retry");
+        // The whole step is one transaction: every outcome and claim is in the database.
+        assert_eq!(s.job(3).expect("job").expect("row").run_at, 12 + 30_000);
+        assert_eq!(s.stats(12).expect("stats").running, 3);
+    }
+
+    #[test]
+    fn a_revived_job_is_claimable_after_its_lane_was_dropped() {
+        let s = Store::open_in_memory().expect("store");
+        s.enqueue(None, &[job("http://a.example/1")], 5, 0)
+            .expect("enqueue");
+        s.enqueue(None, &[job("http://b.example/1")], 5, 0)
+            .expect("enqueue");
+        let policy = Policy::default();
+        let c = s
+            .claim("w", 1, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("a");
+        let mut gone = Failure::new(FailureKind::ClientError, "404 Not Found");
+        gone.http_status = Some(404);
+        s.fail(&c, &gone, &policy, 2, 0.0).expect("fail");
+        // The next claim finds a's lane empty and drops it.
+        let b = s
+            .claim("w", 3, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("b");
+        assert_eq!(b.host, "b.example");
+        s.retry(&[c.job_id], 5, 4).expect("retry");
+        let again = s
+            .claim("w", 5, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("revived");
+        assert_eq!(again.job_id, c.job_id);
+    }
+
+    #[test]
     fn fetch_now_puts_a_pending_job_ahead_of_every_due_job() {
         let s = Store::open_in_memory().expect("store");
         let jobs: Vec<_> = (0..5)
@@ -1918,19 +2322,51 @@ mod tests {
     }
 
     #[test]
-    fn the_claim_walks_the_due_index_without_sorting() {
+    fn the_claim_walks_indexes_without_sorting() {
         let s = Store::open_in_memory().expect("store");
         let conn = s.conn().expect("conn");
-        let plan: Vec<String> = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {CLAIM_SQL}"))
-            .expect("prepare")
-            .query_map(params!["w", 1, 1, 2], |r| r.get::<_, String>(3))
-            .expect("plan")
-            .collect::<rusqlite::Result<_>>()
-            .expect("rows");
-        let plan = plan.join("\n");
-        assert!(plan.contains("batches_rotation"), "{plan}");
-        assert!(plan.contains("jobs_batch_due"), "{plan}");
-        assert!(!plan.contains("TEMP B-TREE"), "{plan}");
+        let plan_of = |sql: &str, args: &[&dyn rusqlite::ToSql]| -> String {
+            let rows: Vec<String> = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+                .expect("prepare")
+                .query_map(args, |r| r.get::<_, String>(3))
+                .expect("plan")
+                .collect::<rusqlite::Result<_>>()
+                .expect("rows");
+            rows.join("\n")
+        };
+        for (sql, args, index) in [
+            (CLAIM_BATCHES, vec![], "batches_rotation"),
+            (
+                CLAIM_BATCH_DUE,
+                vec![&1 as &dyn rusqlite::ToSql, &5],
+                "jobs_batch_due",
+            ),
+            (
+                CLAIM_LANES,
+                vec![&1 as &dyn rusqlite::ToSql],
+                "lanes_rotation",
+            ),
+            (
+                CLAIM_LANE_HEAD,
+                vec![&1 as &dyn rusqlite::ToSql, &"h"],
+                "jobs_lane_due",
+            ),
+            (
+                CLAIM_HOST,
+                vec![&"h" as &dyn rusqlite::ToSql],
+                "sqlite_autoindex_hosts_1",
+            ),
+            (
+                CLAIM_HOST_RUNNING,
+                vec![&"h" as &dyn rusqlite::ToSql],
+                "jobs_running_host",
+            ),
+        ] {
+            let plan = plan_of(sql, &args);
+            assert!(plan.contains(index), "{sql}:\n{plan}");
+            assert!(!plan.contains("TEMP B-TREE"), "{sql}:\n{plan}");
+            assert!(!plan.starts_with("SCAN jobs"), "{sql}:\n{plan}");
+        }
     }
 }

@@ -20,7 +20,9 @@ use super::extract::ExtractError;
 use super::fetch::{Fetcher, Limits};
 use super::library::{Library, LibraryError, Provenance, SaveOptions};
 use super::policy::{self, Decision, Failure, FailureKind, Policy};
-use super::store::{Claimed, Failed, Job, Status, Store, StoreError};
+use super::store::{
+    ClaimRequest, Claimed, Failed, Finish, Job, Settled, Status, Store, StoreError, Success,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
@@ -170,30 +172,26 @@ impl Worker {
     ) -> Result<RunSummary, WorkerError> {
         let mut summary = RunSummary::default();
         summary.recovered += self.recover().await? as u64;
-        let mut inflight: JoinSet<Result<Outcome, WorkerError>> = JoinSet::new();
+        let mut inflight: JoinSet<Result<(Claimed, Finish), WorkerError>> = JoinSet::new();
+        // Outcomes fetched but not yet committed: they go into the next step's transaction
+        // together with the claims for the slots they free (group commit).
+        let mut ready: Vec<(Claimed, Finish)> = Vec::new();
         loop {
             if *shutdown.borrow() {
                 break;
             }
             let policy = self.policy();
+            let free = (policy.concurrency.max(1) as usize).saturating_sub(inflight.len());
             let mut claimed_none = false;
-            while inflight.len() < policy.concurrency.max(1) as usize {
-                let (owner, now) = (self.owner.clone(), self.clock.now_ms());
-                let lease = lease_for(&policy);
-                let per_host = policy.per_host.max(1);
-                match self
-                    .db(move |s| s.claim(&owner, now, lease, per_host))
-                    .await?
-                {
-                    Some(c) => {
-                        let me = self.clone();
-                        let policy = policy.clone();
-                        inflight.spawn(async move { me.process(c, policy).await });
-                    }
-                    None => {
-                        claimed_none = true;
-                        break;
-                    }
+            if free > 0 || !ready.is_empty() {
+                let claimed = self
+                    .step(std::mem::take(&mut ready), &policy, free, &mut summary)
+                    .await?;
+                claimed_none = claimed.len() < free;
+                for c in claimed {
+                    let me = self.clone();
+                    let policy = policy.clone();
+                    inflight.spawn(async move { me.process(c, policy).await });
                 }
             }
             let mut fallback = IDLE_FALLBACK;
@@ -221,10 +219,10 @@ impl Worker {
             };
             tokio::select! {
                 Some(joined) = inflight.join_next(), if !inflight.is_empty() => {
-                    match joined {
-                        Ok(Ok(outcome)) => summary.count(outcome),
-                        Ok(Err(e)) => tracing::error!(error = %e, "could not record a job's outcome; it will be recovered"),
-                        Err(e) => tracing::error!(error = %e, "a fetch task failed; its job will be recovered"),
+                    collect(joined, &mut ready);
+                    // Everything else that finished meanwhile joins the same commit.
+                    while let Some(joined) = inflight.try_join_next() {
+                        collect(joined, &mut ready);
                     }
                 }
                 _ = self.wake.notified() => {}
@@ -232,6 +230,14 @@ impl Worker {
                 _ = tokio::time::sleep(fallback), if claimed_none => {}
                 _ = shutdown.changed() => {}
             }
+        }
+        // Work already done is committed, not thrown away.
+        while let Some(joined) = inflight.try_join_next() {
+            collect(joined, &mut ready);
+        }
+        if !ready.is_empty() {
+            let policy = self.policy();
+            self.step(ready, &policy, 0, &mut summary).await?;
         }
         inflight.shutdown().await;
         // Hand back what we abandoned now rather than when the next run notices we are gone.
@@ -243,6 +249,79 @@ impl Worker {
             self.log_failure(failed);
         }
         Ok(summary)
+    }
+
+    /// One transaction: commit the finished jobs, claim up to `free` more. Logs and events are
+    /// written from the committed rows.
+    async fn step(
+        &self,
+        finished: Vec<(Claimed, Finish)>,
+        policy: &Policy,
+        free: usize,
+        summary: &mut RunSummary,
+    ) -> Result<Vec<Claimed>, WorkerError> {
+        let (owner, now, p) = (self.owner.clone(), self.clock.now_ms(), policy.clone());
+        let request = (free > 0).then(|| (lease_for(policy), policy.per_host.max(1)));
+        let step = self
+            .db(move |s| {
+                let claim = request.map(|(lease, per_host)| ClaimRequest {
+                    owner: &owner,
+                    lease,
+                    per_host,
+                    max: free,
+                });
+                s.step(finished, &p, now, claim.as_ref())
+            })
+            .await?;
+        for (claimed, finish, settled) in &step.settled {
+            summary.count(self.report(claimed, finish, settled));
+        }
+        Ok(step.claimed)
+    }
+
+    fn report(&self, claimed: &Claimed, finish: &Finish, settled: &Settled) -> Outcome {
+        match settled {
+            Settled::Done(job) => {
+                tracing::info!(
+                    job = job.id,
+                    "GET {} done: {} {}, saved {} (attempt {}).",
+                    job.url,
+                    job.http_status.unwrap_or(200),
+                    reqwest::StatusCode::from_u16(job.http_status.unwrap_or(200))
+                        .ok()
+                        .and_then(|s| s.canonical_reason())
+                        .unwrap_or("OK"),
+                    job.document.as_deref().unwrap_or("-"),
+                    job.attempts
+                );
+                self.emit(job);
+                Outcome::Done
+            }
+            Settled::Failed(failed) => {
+                self.log_failure(failed);
+                self.emit(&failed.job);
+                match failed.job.status {
+                    Status::Dead => Outcome::Dead,
+                    _ => Outcome::Retried,
+                }
+            }
+            Settled::Discarded => {
+                match finish {
+                    Finish::Success(_) => tracing::info!(
+                        job = claimed.job_id,
+                        "GET {} finished, but the job was cancelled or taken over meanwhile; result discarded.",
+                        claimed.url
+                    ),
+                    Finish::Failure { failure, .. } => tracing::info!(
+                        job = claimed.job_id,
+                        "GET {} failed: {}, but the job was cancelled or taken over meanwhile.",
+                        claimed.url,
+                        failure.message
+                    ),
+                }
+                Outcome::Discarded
+            }
+        }
     }
 
     async fn recover(&self) -> Result<usize, WorkerError> {
@@ -259,17 +338,18 @@ impl Worker {
         Ok(recovered.len())
     }
 
+    /// Fetch and save one claimed job. Nothing is committed here: the outcome goes into the
+    /// loop's next group commit.
     async fn process(
         self: Arc<Self>,
         claimed: Claimed,
         policy: Policy,
-    ) -> Result<Outcome, WorkerError> {
+    ) -> Result<(Claimed, Finish), WorkerError> {
         let limits = Limits {
             timeout: policy.timeout,
             max_body: policy.max_body,
         };
-        let result = self.fetcher.get(&claimed.url, limits).await;
-        let outcome = match result {
+        let failure = match self.fetcher.get(&claimed.url, limits).await {
             Ok(fetched) => {
                 let library = self.library.clone();
                 let (id, host, url) = (claimed.job_id, claimed.host.clone(), claimed.url.clone());
@@ -292,7 +372,7 @@ impl Worker {
                 .await?;
                 match saved {
                     Ok((saved, fetched)) => {
-                        let success = super::store::Success {
+                        let success = Success {
                             http_status: fetched.status,
                             final_url: fetched.final_url,
                             title: saved.title,
@@ -300,89 +380,27 @@ impl Worker {
                             content_type: fetched.content_type,
                             sha256: Some(saved.sha256),
                         };
-                        let now = self.clock.now_ms();
-                        let (c, p) = (claimed.clone(), policy.clone());
-                        match self.db(move |s| s.complete(&c, &success, &p, now)).await? {
-                            Some(job) => {
-                                tracing::info!(
-                                    job = job.id,
-                                    "GET {} done: {} {}, saved {} (attempt {}).",
-                                    job.url,
-                                    job.http_status.unwrap_or(200),
-                                    reqwest::StatusCode::from_u16(job.http_status.unwrap_or(200))
-                                        .ok()
-                                        .and_then(|s| s.canonical_reason())
-                                        .unwrap_or("OK"),
-                                    job.document.as_deref().unwrap_or("-"),
-                                    job.attempts
-                                );
-                                self.emit(&job);
-                                Outcome::Done
-                            }
-                            None => {
-                                tracing::info!(
-                                    job = claimed.job_id,
-                                    "GET {} finished, but the job was cancelled or taken over meanwhile; result discarded.",
-                                    claimed.url
-                                );
-                                Outcome::Discarded
-                            }
-                        }
+                        return Ok((claimed, Finish::Success(success)));
                     }
-                    Err(e) => {
-                        let failure = match e {
-                            LibraryError::Content(ExtractError::Blocked(why)) => Failure::new(
-                                FailureKind::Blocked,
-                                format!("200 OK but a block page ({why})"),
-                            ),
-                            LibraryError::Content(c) => {
-                                Failure::new(FailureKind::Unparsable, c.to_string())
-                            }
-                            io @ LibraryError::Io { .. } => {
-                                Failure::new(FailureKind::Local, io.to_string())
-                            }
-                            refused @ LibraryError::Refused { .. } => {
-                                Failure::new(FailureKind::Refused, refused.to_string())
-                            }
-                        };
-                        self.record_failure(&claimed, failure, &policy).await?
+                    Err(LibraryError::Content(ExtractError::Blocked(why))) => Failure::new(
+                        FailureKind::Blocked,
+                        format!("200 OK but a block page ({why})"),
+                    ),
+                    Err(LibraryError::Content(c)) => {
+                        Failure::new(FailureKind::Unparsable, c.to_string())
+                    }
+                    Err(io @ LibraryError::Io { .. }) => {
+                        Failure::new(FailureKind::Local, io.to_string())
+                    }
+                    Err(refused @ LibraryError::Refused { .. }) => {
+                        Failure::new(FailureKind::Refused, refused.to_string())
                     }
                 }
             }
-            Err(failure) => self.record_failure(&claimed, failure, &policy).await?,
+            Err(failure) => failure,
         };
-        self.wake();
-        Ok(outcome)
-    }
-
-    async fn record_failure(
-        &self,
-        claimed: &Claimed,
-        failure: Failure,
-        policy: &Policy,
-    ) -> Result<Outcome, WorkerError> {
         let unit: f64 = rand::rng().random_range(-1.0..=1.0);
-        let now = self.clock.now_ms();
-        let (c, p, f) = (claimed.clone(), policy.clone(), failure.clone());
-        match self.db(move |s| s.fail(&c, &f, &p, now, unit)).await? {
-            Some(failed) => {
-                self.log_failure(&failed);
-                self.emit(&failed.job);
-                Ok(match failed.job.status {
-                    Status::Dead => Outcome::Dead,
-                    _ => Outcome::Retried,
-                })
-            }
-            None => {
-                tracing::info!(
-                    job = claimed.job_id,
-                    "GET {} failed: {}, but the job was cancelled or taken over meanwhile.",
-                    claimed.url,
-                    failure.message
-                );
-                Ok(Outcome::Discarded)
-            }
-        }
+        Ok((claimed, Finish::Failure { failure, unit }))
     }
 
     /// One line per attempt outcome, written from the committed row.
@@ -452,6 +470,21 @@ enum Outcome {
     Retried,
     Dead,
     Discarded,
+}
+
+/// A finished fetch task's outcome joins the next commit; a task that failed to run at all
+/// leaves its job running, and recovery hands it back.
+fn collect(
+    joined: Result<Result<(Claimed, Finish), WorkerError>, tokio::task::JoinError>,
+    ready: &mut Vec<(Claimed, Finish)>,
+) {
+    match joined {
+        Ok(Ok(done)) => ready.push(done),
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "could not finish a job's attempt; it will be recovered")
+        }
+        Err(e) => tracing::error!(error = %e, "a fetch task failed; its job will be recovered"),
+    }
 }
 
 impl RunSummary {
