@@ -1,23 +1,36 @@
 //! The queue itself, through the engine's public API: 100,000 no-op jobs enqueued one by one
-//! and in one batch, then drained (claim → complete, no fetch) by 1 and 4 workers, at
-//! synchronous=NORMAL and FULL. Each configuration runs in a child process so its peak RSS is
-//! its own. Prints one JSON line per measurement, in the same shape as bench/run-peers.sh.
+//! and in one batch, then drained by 1 and 4 workers, at synchronous=NORMAL and FULL. A drain
+//! worker does what `Worker::run` does with a handler that returns at once: one
+//! `Store::step` commits the finished jobs and claims the freed slots (group commit), with
+//! `inflight` jobs per worker (4, the default concurrency, and 32). Each configuration runs in
+//! a child process so its peak RSS is its own. Prints one JSON line per measurement, in the
+//! same shape as bench/run-peers.sh.
+//!
+//! `claim_1m` builds the 1M-job queue of issue 5 (500,000 due, 500,000 backed off, a paused
+//! host holding 100,000 at the head of the oldest batch), times 20,000 single claims, then
+//! drains 50,000 jobs; `drain_10k` is the same drain on a 10,000-row queue, for the ratio.
 //!
 //! Run: `cargo bench -p gleaner-tests --bench queue` (GLEANER_BENCH_N changes N,
-//! GLEANER_BENCH_ROUNDS the repetitions, GLEANER_BENCH_SYNC=NORMAL or FULL picks one level).
+//! GLEANER_BENCH_ROUNDS the repetitions, GLEANER_BENCH_SYNC=NORMAL or FULL picks one level,
+//! GLEANER_BENCH_OPS a comma list of ops: enqueue_one, enqueue_batch, drain, claim_1m).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gleaner::engine::policy::Policy;
-use gleaner::engine::store::{NewJob, Store, Success, db_path};
+use gleaner::engine::store::{ClaimRequest, Finish, NewJob, Store, Success, db_path};
 
 fn jobs(n: usize) -> Vec<NewJob> {
-    (0..n)
+    named_jobs("job", 0, n, 1000)
+}
+
+/// `n` jobs over `hosts` hosts; `tag` and `from` keep URLs unique across calls.
+fn named_jobs(tag: &str, from: usize, n: usize, hosts: usize) -> Vec<NewJob> {
+    (from..from + n)
         .map(|i| {
-            // Many hosts, so the per-host limit never throttles a no-op drain.
-            let host = format!("h{}.example", i % 1000);
-            let url = format!("https://{host}/job/{i}");
+            // Many hosts, so the per-host limit (2) rarely throttles a no-op drain.
+            let host = format!("h{}.example", i % hosts);
+            let url = format!("https://{host}/{tag}/{i}");
             NewJob {
                 url_key: url.clone(),
                 url,
@@ -34,11 +47,95 @@ fn open(dir: &std::path::Path, full: bool) -> Store {
 }
 
 fn line(sync: &str, op: &str, workers: usize, n: usize, secs: f64) {
+    line_with(sync, op, workers, n, secs, "");
+}
+
+fn line_with(sync: &str, op: &str, workers: usize, n: usize, secs: f64, extra: &str) {
     println!(
-        "{{\"peer\":\"gleaner\",\"sync\":\"{sync}\",\"op\":\"{op}\",\"workers\":{workers},\"n\":{n},\"seconds\":{secs:.4},\"per_sec\":{:.1},\"peak_rss_mb\":{:.1}}}",
+        "{{\"peer\":\"gleaner\",\"sync\":\"{sync}\",\"op\":\"{op}\",\"workers\":{workers},\"n\":{n},\"seconds\":{secs:.4},\"per_sec\":{:.1},\"peak_rss_mb\":{:.1}{extra}}}",
         n as f64 / secs,
         gleaner_tests::peak_rss_kib() as f64 / 1024.0
     );
+}
+
+/// `workers` threads, each with its own connection, drain until `limit` jobs are done or
+/// nothing is claimable, `inflight` jobs at a time each. Returns the jobs done.
+fn drain(
+    path: &std::path::Path,
+    full: bool,
+    workers: usize,
+    inflight: usize,
+    limit: usize,
+    now: i64,
+) -> usize {
+    let policy = Arc::new(Policy::default());
+    let left = Arc::new(std::sync::atomic::AtomicIsize::new(limit as isize));
+    let handles: Vec<_> = (0..workers)
+        .map(|w| {
+            let path = path.to_path_buf();
+            let (policy, left) = (policy.clone(), left.clone());
+            std::thread::spawn(move || {
+                let store = open(&path, full);
+                let owner = format!("bench-{w}");
+                let mut done = 0usize;
+                let mut finished: Vec<_> = Vec::new();
+                loop {
+                    use std::sync::atomic::Ordering;
+                    let want = left
+                        .fetch_sub(inflight as isize, Ordering::Relaxed)
+                        .clamp(0, inflight as isize) as usize;
+                    let request = ClaimRequest {
+                        owner: &owner,
+                        lease: Duration::from_secs(600),
+                        per_host: policy.per_host,
+                        max: want,
+                    };
+                    let step = store
+                        .step(std::mem::take(&mut finished), &policy, now, Some(&request))
+                        .expect("step");
+                    done += step.settled.len();
+                    if step.claimed.is_empty() {
+                        left.fetch_add(inflight as isize, Ordering::Relaxed);
+                        if left.load(Ordering::Relaxed) <= 0 {
+                            break;
+                        }
+                        // The rest is running in other workers, or its hosts are at their
+                        // limit: look again shortly, as Worker::run does when woken.
+                        std::thread::sleep(Duration::from_micros(200));
+                        continue;
+                    }
+                    // Hand back the slots this round did not fill.
+                    left.fetch_add((inflight - step.claimed.len()) as isize, Ordering::Relaxed);
+                    // The no-op handler: every claimed job succeeds at once.
+                    finished = step
+                        .claimed
+                        .into_iter()
+                        .map(|c| {
+                            let ok = Success {
+                                http_status: 200,
+                                final_url: c.url.clone(),
+                                ..Success::default()
+                            };
+                            (c, Finish::Success(ok))
+                        })
+                        .collect();
+                }
+                done
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().expect("worker")).sum()
+}
+
+fn inflight() -> Vec<usize> {
+    std::env::var("GLEANER_BENCH_INFLIGHT")
+        .ok()
+        .map(|v| v.split(',').filter_map(|x| x.parse().ok()).collect())
+        .unwrap_or_else(|| vec![4, 32])
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
 /// One configuration, in this (child) process.
@@ -65,36 +162,94 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
         "drain" => {
             store.enqueue(None, &all, 5, 1).expect("enqueue");
             drop(store);
-            let policy = Arc::new(Policy::default());
-            let t = Instant::now();
-            let handles: Vec<_> = (0..workers)
-                .map(|w| {
-                    let path = dir.path().to_path_buf();
-                    let policy = policy.clone();
-                    std::thread::spawn(move || {
-                        let store = open(&path, full);
-                        let owner = format!("bench-{w}");
-                        let mut done = 0usize;
-                        while let Some(c) = store
-                            .claim(&owner, 2, Duration::from_secs(600), 10_000)
-                            .expect("claim")
-                        {
-                            let ok = Success {
-                                http_status: 200,
-                                final_url: c.url.clone(),
-                                ..Success::default()
-                            };
-                            store.complete(&c, &ok, &policy, 3).expect("complete");
-                            done += 1;
-                        }
-                        done
-                    })
+            for k in inflight() {
+                if k != inflight()[0] {
+                    // A fresh queue for each in-flight setting.
+                    let store = open(dir.path(), full);
+                    store
+                        .enqueue(None, &named_jobs(&format!("k{k}"), 0, n, 1000), 5, 1)
+                        .expect("enqueue");
+                }
+                let t = Instant::now();
+                let done = drain(dir.path(), full, workers, k, n, 2);
+                let secs = t.elapsed().as_secs_f64();
+                assert_eq!(done, n, "every job ran exactly once");
+                line_with(sync, op, workers, n, secs, &format!(",\"inflight\":{k}"));
+            }
+        }
+        "claim_1m" => {
+            // Oldest batch: a paused host's 100,000 jobs first, then 400,000 due jobs over
+            // 1,000 hosts. A second batch: 500,000 jobs backed off (due in an hour).
+            let now = 1_000_000;
+            let paused: Vec<NewJob> = (0..100_000)
+                .map(|i| {
+                    let url = format!("https://paused.example/{i}");
+                    NewJob {
+                        url_key: url.clone(),
+                        url,
+                        host: "paused.example".into(),
+                    }
                 })
                 .collect();
-            let done: usize = handles.into_iter().map(|h| h.join().expect("worker")).sum();
+            let t = Instant::now();
+            let head = store.create_batch("head", "bench", now).expect("batch");
+            store.enqueue(Some(head), &paused, 5, now).expect("enqueue");
+            store
+                .enqueue(Some(head), &named_jobs("due", 0, 400_000, 1000), 5, now)
+                .expect("enqueue");
+            store
+                .enqueue(
+                    None,
+                    &named_jobs("later", 0, 500_000, 1000),
+                    5,
+                    now + 3_600_000,
+                )
+                .expect("enqueue");
+            store.pause_host("paused.example", now).expect("pause");
+            eprintln!("built the 1M queue in {:.1} s", t.elapsed().as_secs_f64());
+            let mut lat = Vec::with_capacity(20_000);
+            let policy = Policy::default();
+            for _ in 0..20_000 {
+                let t = Instant::now();
+                let c = store
+                    .claim("bench", now + 1, Duration::from_secs(600), 10_000)
+                    .expect("claim")
+                    .expect("a due job");
+                lat.push(t.elapsed().as_secs_f64() * 1000.0);
+                assert_ne!(c.host, "paused.example");
+                let ok = Success {
+                    http_status: 200,
+                    ..Success::default()
+                };
+                store.complete(&c, &ok, &policy, now + 1).expect("complete");
+            }
+            lat.sort_by(f64::total_cmp);
+            let (p50, p99) = (percentile(&lat, 0.5), percentile(&lat, 0.99));
+            drop(store);
+            let t = Instant::now();
+            let done = drain(dir.path(), full, workers, 32, 50_000, now + 2);
             let secs = t.elapsed().as_secs_f64();
-            assert_eq!(done, n, "every job ran exactly once");
-            line(sync, op, workers, n, secs);
+            assert_eq!(done, 50_000);
+            line_with(
+                sync,
+                "claim_1m",
+                workers,
+                done,
+                secs,
+                &format!(",\"claim_p50_ms\":{p50:.4},\"claim_p99_ms\":{p99:.4},\"inflight\":32"),
+            );
+            // The same drain on a 10,000-row queue.
+            let small = tempfile::tempdir().expect("tempdir");
+            let store = open(small.path(), full);
+            store
+                .enqueue(None, &named_jobs("small", 0, 10_000, 1000), 5, now)
+                .expect("enqueue");
+            drop(store);
+            let t = Instant::now();
+            let done = drain(small.path(), full, workers, 32, 10_000, now + 2);
+            let secs = t.elapsed().as_secs_f64();
+            assert_eq!(done, 10_000);
+            line_with(sync, "drain_10k", workers, done, secs, ",\"inflight\":32");
         }
         other => panic!("unknown op {other}"),
     }
@@ -118,6 +273,13 @@ fn main() {
     let syncs: Vec<String> = std::env::var("GLEANER_BENCH_SYNC")
         .map(|v| v.split(',').map(str::to_string).collect())
         .unwrap_or_else(|_| vec!["NORMAL".into(), "FULL".into()]);
+    let ops: Vec<String> = std::env::var("GLEANER_BENCH_OPS")
+        .map(|v| v.split(',').map(str::to_string).collect())
+        .unwrap_or_else(|_| {
+            ["enqueue_one", "enqueue_batch", "drain", "claim_1m"]
+                .map(String::from)
+                .to_vec()
+        });
     for _ in 0..rounds {
         for sync in &syncs {
             for (op, workers) in [
@@ -125,10 +287,22 @@ fn main() {
                 ("enqueue_batch", 1),
                 ("drain", 1),
                 ("drain", 4),
+                ("claim_1m", 1),
             ] {
+                if !ops.iter().any(|o| o == op) {
+                    continue;
+                }
                 let out = std::process::Command::new(&exe)
                     .env("GLEANER_BENCH_CHILD", format!("{sync},{op},{workers}"))
                     .env("GLEANER_BENCH_N", n.to_string())
+                    .env(
+                        "GLEANER_BENCH_INFLIGHT",
+                        inflight()
+                            .iter()
+                            .map(|k| k.to_string())
+                            .collect::<Vec<_>>()
+                            .join(","),
+                    )
                     .output()
                     .expect("child");
                 print!("{}", String::from_utf8_lossy(&out.stdout));
