@@ -47,6 +47,9 @@ test_packages=(
   dbus
   dbus-x11
   imagemagick
+  # The offline test takes the network away in a namespace (unshare) and brings it back (ip).
+  util-linux
+  iproute2
 )
 
 missing=()

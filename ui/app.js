@@ -110,6 +110,9 @@ function renderStats(stats) {
   pauseButton.textContent = queuePaused ? 'Resume queue' : 'Pause queue';
   pauseButton.setAttribute('aria-pressed', String(queuePaused));
   const notes = [];
+  if (stats.offline) {
+    notes.push(`Offline: ${String(stats.offline.reason)}. Nothing is fetched and no retries are spent until the network is back; next check ${countdown(stats.offline.next_probe_at)}.`);
+  }
   if (queuePaused) notes.push('Queue paused: no fetch starts until you resume.');
   if (Number(stats.waiting) > 0 && stats.next_retry_at) {
     notes.push(`${plural(Number(stats.waiting), 'job')} backing off, next ${countdown(stats.next_retry_at)}`);

@@ -582,6 +582,14 @@ fn stats(store: &Store, json: bool, now: i64) -> anyhow::Result<ExitCode> {
         "pending {} ({} waiting to retry)  running {}  done {}  dead {}  cancelled {}  total {}",
         s.pending, s.waiting, s.running, s.done, s.dead, s.cancelled, s.total
     );
+    if let Some(o) = &s.offline {
+        println!(
+            "offline since {} ago: {} (retries are not spent while offline; next check in {})",
+            wait_until(now, o.since),
+            o.reason,
+            wait_until(o.next_probe_at, now)
+        );
+    }
     if s.queue_paused {
         println!("the queue is paused: `gleaner resume` starts it again");
     }

@@ -132,9 +132,15 @@ impl FaultServer {
         let ip: IpAddr = ip
             .parse()
             .expect("FaultServer::start_on needs an IP address literal such as 127.0.0.2");
+        Self::start_at(SocketAddr::new(ip, 0))
+    }
+
+    /// Starts a server on a fixed address, for a test that hands out its URLs before the
+    /// server can exist (the network is down until the test brings it up).
+    pub fn start_at(addr: SocketAddr) -> FaultServer {
         // Bound here, not on the server thread, so the port is known and
         // already accepting (into the backlog) when start returns.
-        let listener = std::net::TcpListener::bind((ip, 0))
+        let listener = std::net::TcpListener::bind(addr)
             .expect("fault server cannot bind its listening socket");
         listener
             .set_nonblocking(true)

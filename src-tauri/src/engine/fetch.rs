@@ -169,6 +169,9 @@ fn failure_from_reqwest(err: &reqwest::Error, limits: Limits) -> Failure {
             err.url().and_then(|u| u.host_str()).unwrap_or("?")
         ),
         FailureKind::ClosedBeforeResponse => "connection closed before a response".to_string(),
+        FailureKind::NetworkDown => {
+            "no route to the network (is this machine offline?)".to_string()
+        }
         FailureKind::DroppedMidBody => {
             format!("connection dropped mid-body ({})", policy::error_chain(err))
         }

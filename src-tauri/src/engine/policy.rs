@@ -55,6 +55,8 @@ pub enum FailureKind {
     DroppedMidBody,
     Protocol,
     DnsTemporary,
+    /// This machine has no route to the network (ENETUNREACH): offline, not the site's fault.
+    NetworkDown,
     /// The worker died (crash, kill -9) while this attempt was in flight.
     Interrupted,
     Unknown,
@@ -82,13 +84,23 @@ pub enum FailureKind {
 }
 
 impl FailureKind {
+    /// Failures that say this machine cannot reach the network at all, rather than that one
+    /// site is down: a name lookup that fails for now, no route, or a connection that could
+    /// not be set up for another local reason. A refused connection is not one: something
+    /// answered.
+    pub fn suggests_offline(self) -> bool {
+        matches!(
+            self,
+            FailureKind::DnsTemporary | FailureKind::NetworkDown | FailureKind::ConnectFailed
+        )
+    }
+
     pub fn class(self) -> ErrorClass {
         use FailureKind::*;
         match self {
             ConnectRefused | ConnectFailed | Timeout | ClosedBeforeResponse | DroppedMidBody
-            | Protocol | DnsTemporary | Interrupted | Unknown | ServerError | Local => {
-                ErrorClass::Transient
-            }
+            | Protocol | DnsTemporary | NetworkDown | Interrupted | Unknown | ServerError
+            | Local => ErrorClass::Transient,
             RateLimited => ErrorClass::RateLimited,
             Blocked => ErrorClass::Blocked,
             ClientError | NoSuchHost | BadUrl | RedirectLoop | RedirectScheme | Tls | TooLarge
@@ -117,6 +129,7 @@ impl FailureKind {
             DroppedMidBody => "connection dropped mid-download",
             Protocol => "garbled HTTP response",
             DnsTemporary => "name lookup failed for now (offline?)",
+            NetworkDown => "no network (this machine is offline)",
             Interrupted => "interrupted (Gleaner stopped during the download)",
             Unknown => "unrecognised network error",
             ServerError => "server error",
@@ -450,6 +463,7 @@ pub fn kind_of_reqwest_error(err: &reqwest::Error) -> FailureKind {
             use std::io::ErrorKind as K;
             match io.kind() {
                 K::ConnectionRefused => return FailureKind::ConnectRefused,
+                K::NetworkUnreachable => return FailureKind::NetworkDown,
                 K::TimedOut => return FailureKind::Timeout,
                 K::UnexpectedEof if err.is_body() || err.is_decode() => {
                     return FailureKind::DroppedMidBody;

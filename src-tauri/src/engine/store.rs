@@ -157,6 +157,9 @@ pub enum Finish {
         failure: Failure,
         unit: f64,
     },
+    /// Failed while this machine was offline: recorded in the history, but the job keeps its
+    /// retry budget and is due again as soon as the network is back.
+    Offline(Failure),
 }
 
 /// A finished job as committed by [`Store::step`].
@@ -164,6 +167,8 @@ pub enum Finish {
 pub enum Settled {
     Done(Job),
     Failed(Failed),
+    /// Back to pending, budget untouched (see [`Finish::Offline`]).
+    Offline(Job),
     /// The lease was lost meanwhile (cancelled, or recovered after expiry): the attempt is
     /// recorded, the job row is left alone.
     Discarded,
@@ -260,6 +265,59 @@ pub struct Stats {
     pub queue_paused: bool,
     /// Hosts held below the per-host limit after a rate limit (adaptive politeness).
     pub throttled_hosts: Vec<HostState>,
+    /// Set while a worker finds this machine offline.
+    pub offline: Option<OfflineState>,
+}
+
+/// A worker's finding that this machine is offline: every attempt in a short window failed to
+/// reach the network. While it lasts, the worker starts no jobs, spends no retry budgets and
+/// probes the network with backoff.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OfflineState {
+    #[serde(serialize_with = "ser_time")]
+    pub since: Millis,
+    #[serde(serialize_with = "ser_time")]
+    pub next_probe_at: Millis,
+    /// Probes that failed so far.
+    pub probes: u32,
+    /// The failure that says so, in plain words.
+    pub reason: String,
+    /// The worker that found it (its process may have ended since).
+    pub worker: String,
+}
+
+/// [`OfflineState`] as kept in the settings table (times as integers, like every stored time).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct StoredOffline {
+    since: Millis,
+    next_probe_at: Millis,
+    probes: u32,
+    reason: String,
+    worker: String,
+}
+
+impl From<&OfflineState> for StoredOffline {
+    fn from(s: &OfflineState) -> Self {
+        Self {
+            since: s.since,
+            next_probe_at: s.next_probe_at,
+            probes: s.probes,
+            reason: s.reason.clone(),
+            worker: s.worker.clone(),
+        }
+    }
+}
+
+impl From<StoredOffline> for OfflineState {
+    fn from(s: StoredOffline) -> Self {
+        Self {
+            since: s.since,
+            next_probe_at: s.next_probe_at,
+            probes: s.probes,
+            reason: s.reason,
+            worker: s.worker,
+        }
+    }
 }
 
 /// A host's scheduling state, for `gleaner hosts` and the UI.
@@ -636,6 +694,8 @@ impl Store {
                         fail_in(tx, &claimed, failure, policy, now, *unit)?
                             .map_or(Settled::Discarded, Settled::Failed)
                     }
+                    Finish::Offline(failure) => offline_in(tx, &claimed, failure, now)?
+                        .map_or(Settled::Discarded, Settled::Offline),
                 };
                 settled.push((claimed, finish, result));
             }
@@ -1002,6 +1062,7 @@ impl Store {
             .collect::<rusqlite::Result<Vec<_>>>()?;
         drop(stmt);
         stats.queue_paused = queue_paused(&conn)?;
+        stats.offline = offline_state(&conn)?;
         drop(conn);
         stats.throttled_hosts = self
             .hosts(now)?
@@ -1076,6 +1137,32 @@ impl Store {
             )?;
             Ok(n > 0)
         })
+    }
+
+    /// Record that a worker finds this machine offline (or, with `None`, that it is back).
+    pub fn set_offline(&self, state: Option<&OfflineState>) -> Result<()> {
+        self.write(|tx| {
+            match state {
+                Some(state) => {
+                    let stored = StoredOffline::from(state);
+                    tx.execute(
+                        "INSERT INTO settings (key, value) VALUES ('offline', ?1) \
+                         ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                        [serde_json::to_string(&stored)?],
+                    )?;
+                }
+                None => {
+                    tx.execute("DELETE FROM settings WHERE key = 'offline'", [])?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// The offline state a worker recorded, if any.
+    pub fn offline(&self) -> Result<Option<OfflineState>> {
+        let conn = self.conn()?;
+        offline_state(&conn)
     }
 
     /// Pause or resume the whole queue, for every process on this database.
@@ -1186,6 +1273,18 @@ fn filter_sql(filter: &JobFilter, head: &str) -> (String, Vec<rusqlite::types::V
         args.push(pat.into());
     }
     (sql, args)
+}
+
+fn offline_state(conn: &Connection) -> Result<Option<OfflineState>> {
+    let v: Option<String> = conn
+        .prepare_cached("SELECT value FROM settings WHERE key = 'offline'")?
+        .query_row([], |r| r.get(0))
+        .optional()?;
+    // A value this version cannot read is not worth failing `stats` over.
+    Ok(
+        v.and_then(|v| serde_json::from_str::<StoredOffline>(&v).ok())
+            .map(OfflineState::from),
+    )
 }
 
 fn queue_paused(conn: &Connection) -> Result<bool> {
@@ -1499,6 +1598,45 @@ fn complete_in(
         record_host_success(tx, &claimed.host, policy.per_host)?;
     }
     Ok(job)
+}
+
+fn offline_in(
+    tx: &Transaction<'_>,
+    claimed: &Claimed,
+    failure: &Failure,
+    now: Millis,
+) -> Result<Option<Job>> {
+    let changed = tx
+        .prepare_cached(
+            "UPDATE jobs SET status = 'pending', run_at = ?3, error_class = 'transient', error = ?4, \
+                 http_status = NULL, lease_owner = NULL, lease_until = NULL, updated_at = ?3 \
+             WHERE id = ?1 AND status = 'running' AND lease_owner = ?2",
+        )?
+        .execute(params![
+            claimed.job_id,
+            claimed.owner,
+            now,
+            format!("{} (offline: not counted against its retries)", failure.message)
+        ])?;
+    tx.prepare_cached(
+        "UPDATE attempts SET finished_at = ?2, outcome = 'offline', kind = ?3, error = ?4, delay_ms = 0 \
+         WHERE id = ?1",
+    )?
+    .execute(params![
+        claimed.attempt_id,
+        now,
+        kind_str(failure.kind),
+        failure.message
+    ])?;
+    if changed == 0 {
+        return Ok(None);
+    }
+    let job = load_job(tx, claimed.job_id)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
+    if let Some(batch_id) = job.batch_id {
+        tx.prepare_cached(LANE_SQL)?
+            .execute(params![batch_id, job.host])?;
+    }
+    Ok(Some(job))
 }
 
 fn fail_in(
@@ -2242,6 +2380,7 @@ mod tests {
                     match settled {
                         Settled::Done(j) => j.status.as_str(),
                         Settled::Failed(f) => f.job.status.as_str(),
+                        Settled::Offline(_) => "offline",
                         Settled::Discarded => "discarded",
                     },
                 )

@@ -15,13 +15,14 @@ use rand::Rng;
 use tokio::sync::{Notify, broadcast, watch};
 use tokio::task::JoinSet;
 
-use super::clock::SharedClock;
+use super::clock::{Millis, SharedClock};
 use super::extract::ExtractError;
 use super::fetch::{Fetcher, Limits};
 use super::library::{Library, LibraryError, Provenance, SaveOptions};
 use super::policy::{self, Decision, Failure, FailureKind, Policy};
 use super::store::{
-    ClaimRequest, Claimed, Failed, Finish, Job, Settled, Status, Store, StoreError, Success,
+    ClaimRequest, Claimed, Failed, Finish, Job, OfflineState, Settled, Status, Store, StoreError,
+    Success,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -66,7 +67,25 @@ pub struct Worker {
     wake: Arc<Notify>,
     owner: String,
     events: broadcast::Sender<JobEvent>,
+    network: Mutex<Network>,
 }
+
+/// What the worker has seen of this machine's network. Offline is this process's finding
+/// (written to the database so `stats` and the window show it): after [`OFFLINE_AFTER`]
+/// attempts in a row within [`OFFLINE_WINDOW`] all failed to reach the network, the worker
+/// stops starting jobs, stops spending retry budgets on such failures, and probes with one job
+/// at a time with backoff until something answers.
+#[derive(Debug, Default)]
+struct Network {
+    /// When each failure of the current run of offline-looking failures happened.
+    streak: Vec<Millis>,
+    offline: Option<OfflineState>,
+}
+
+/// Failures in a row that make the worker call the machine offline.
+pub const OFFLINE_AFTER: usize = 3;
+/// ...all within this long.
+pub const OFFLINE_WINDOW: Duration = Duration::from_secs(30);
 
 /// While nothing is eligible and nothing wakes us, look again after this long anyway: a safety
 /// net for wake-ups that cannot be observed (another process on a filesystem without inotify).
@@ -96,6 +115,7 @@ impl Worker {
             wake: Arc::new(Notify::new()),
             owner,
             events,
+            network: Mutex::new(Network::default()),
         }))
     }
 
@@ -171,6 +191,11 @@ impl Worker {
         mut shutdown: watch::Receiver<bool>,
     ) -> Result<RunSummary, WorkerError> {
         let mut summary = RunSummary::default();
+        // An offline finding left by a worker that has stopped is stale: this one finds out
+        // for itself.
+        if self.db(|s| s.offline()).await?.is_some() {
+            self.db(|s| s.set_offline(None)).await?;
+        }
         summary.recovered += self.recover().await? as u64;
         let mut inflight: JoinSet<Result<(Claimed, Finish), WorkerError>> = JoinSet::new();
         // Outcomes fetched but not yet committed: they go into the next step's transaction
@@ -181,7 +206,12 @@ impl Worker {
                 break;
             }
             let policy = self.policy();
-            let free = (policy.concurrency.max(1) as usize).saturating_sub(inflight.len());
+            let mut free = (policy.concurrency.max(1) as usize).saturating_sub(inflight.len());
+            // Offline: no jobs start, except one at a time as a probe when the probe is due.
+            let probe_at = self.offline().map(|o| o.next_probe_at);
+            if let Some(at) = probe_at {
+                free = usize::from(inflight.is_empty() && self.clock.now_ms() >= at);
+            }
             let mut claimed_none = false;
             if free > 0 || !ready.is_empty() {
                 let claimed = self
@@ -217,6 +247,13 @@ impl Worker {
                     None => std::future::pending().await,
                 }
             };
+            let clock = self.clock.clone();
+            let probe = async move {
+                match probe_at {
+                    Some(at) => clock.sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 Some(joined) = inflight.join_next(), if !inflight.is_empty() => {
                     collect(joined, &mut ready);
@@ -227,6 +264,7 @@ impl Worker {
                 }
                 _ = self.wake.notified() => {}
                 _ = sleep, if claimed_none => {}
+                _ = probe, if probe_at.is_some() && free == 0 => {}
                 _ = tokio::time::sleep(fallback), if claimed_none => {}
                 _ = shutdown.changed() => {}
             }
@@ -261,6 +299,13 @@ impl Worker {
         summary: &mut RunSummary,
     ) -> Result<Vec<Claimed>, WorkerError> {
         let (owner, now, p) = (self.owner.clone(), self.clock.now_ms(), policy.clone());
+        let finished = self.observe_network(finished, policy, now).await?;
+        // What this group taught may be that the machine is offline: then only a due probe
+        // starts.
+        let free = match self.offline() {
+            Some(o) => usize::from(free > 0 && now >= o.next_probe_at),
+            None => free,
+        };
         let request = (free > 0).then(|| (lease_for(policy), policy.per_host.max(1)));
         let step = self
             .db(move |s| {
@@ -277,6 +322,120 @@ impl Worker {
             summary.count(self.report(claimed, finish, settled));
         }
         Ok(step.claimed)
+    }
+
+    /// This process's finding that the machine is offline, if it has one.
+    fn offline(&self) -> Option<OfflineState> {
+        self.network.lock().ok().and_then(|n| n.offline.clone())
+    }
+
+    /// Learn from a group of finished attempts whether the network is there, and turn
+    /// failures that happened while offline into [`Finish::Offline`] so they spend no budget.
+    /// A change of state is committed (for `stats` and the window) before it is logged.
+    async fn observe_network(
+        &self,
+        finished: Vec<(Claimed, Finish)>,
+        policy: &Policy,
+        now: Millis,
+    ) -> Result<Vec<(Claimed, Finish)>, WorkerError> {
+        let before = self.offline();
+        let mut out = Vec::with_capacity(finished.len());
+        let after = {
+            let Ok(mut net) = self.network.lock() else {
+                return Ok(finished);
+            };
+            // Anything that reached a server, even an error page, proves the network works.
+            let reached = finished.iter().any(|(_, f)| match f {
+                Finish::Success(_) => true,
+                Finish::Failure { failure, .. } | Finish::Offline(failure) => {
+                    !failure.kind.suggests_offline()
+                }
+            });
+            if reached {
+                net.streak.clear();
+                net.offline = None;
+            }
+            let mut failed_offline = false;
+            for (claimed, finish) in finished {
+                let failure = match finish {
+                    Finish::Failure { failure, .. }
+                        if failure.kind.suggests_offline() && !reached =>
+                    {
+                        failure
+                    }
+                    other => {
+                        out.push((claimed, other));
+                        continue;
+                    }
+                };
+                if net.offline.is_none() {
+                    let window = OFFLINE_WINDOW.as_millis() as Millis;
+                    net.streak.retain(|&t| now - t <= window);
+                    net.streak.push(now);
+                    if net.streak.len() >= OFFLINE_AFTER {
+                        net.offline = Some(OfflineState {
+                            since: now,
+                            next_probe_at: now,
+                            probes: 0,
+                            reason: failure.message.clone(),
+                            worker: self.owner.clone(),
+                        });
+                    }
+                }
+                match net.offline.as_mut() {
+                    Some(state) => {
+                        state.reason = failure.message.clone();
+                        failed_offline = true;
+                        out.push((claimed, Finish::Offline(failure)));
+                    }
+                    None => {
+                        let unit: f64 = rand::rng().random_range(-1.0..=1.0);
+                        out.push((claimed, Finish::Failure { failure, unit }));
+                    }
+                }
+            }
+            if let Some(state) = net.offline.as_mut()
+                && failed_offline
+            {
+                // This group was a failed probe: wait longer before the next one, on the
+                // policy's own backoff schedule.
+                state.probes += 1;
+                let unit: f64 = rand::rng().random_range(-1.0..=1.0);
+                let wait = policy.delay(state.probes, unit);
+                state.next_probe_at = now + wait.as_millis() as Millis;
+            }
+            net.offline.clone()
+        };
+        if after != before {
+            let state = after.clone();
+            self.db(move |s| s.set_offline(state.as_ref())).await?;
+            match (&before, &after) {
+                (None, Some(state)) => tracing::warn!(
+                    "This machine looks offline: the last {OFFLINE_AFTER} attempts could not reach the network ({}). \
+                     No new fetches start and no retries are spent until it is back; checking again in {}.",
+                    state.reason,
+                    policy::human_duration(Duration::from_millis(
+                        (state.next_probe_at - now).max(0) as u64
+                    ))
+                ),
+                (Some(_), Some(state)) => tracing::info!(
+                    "Still offline ({}); checking again in {} (check {}).",
+                    state.reason,
+                    policy::human_duration(Duration::from_millis(
+                        (state.next_probe_at - now).max(0) as u64
+                    )),
+                    state.probes + 1
+                ),
+                (Some(state), None) => tracing::info!(
+                    "Back online after {}; fetching again.",
+                    policy::human_duration(
+                        Duration::from_millis((now - state.since).max(0) as u64)
+                    )
+                ),
+                (None, None) => {}
+            }
+        }
+        Ok(out)
     }
 
     fn report(&self, claimed: &Claimed, finish: &Finish, settled: &Settled) -> Outcome {
@@ -305,6 +464,20 @@ impl Worker {
                     _ => Outcome::Retried,
                 }
             }
+            Settled::Offline(job) => {
+                tracing::warn!(
+                    job = job.id,
+                    "GET {} failed: {} (offline). Not counted against its retries; it runs again when the network is back.",
+                    job.url,
+                    match finish {
+                        Finish::Offline(f) | Finish::Failure { failure: f, .. } =>
+                            f.message.as_str(),
+                        Finish::Success(_) => "",
+                    }
+                );
+                self.emit(job);
+                Outcome::Retried
+            }
             Settled::Discarded => {
                 match finish {
                     Finish::Success(_) => tracing::info!(
@@ -312,7 +485,7 @@ impl Worker {
                         "GET {} finished, but the job was cancelled or taken over meanwhile; result discarded.",
                         claimed.url
                     ),
-                    Finish::Failure { failure, .. } => tracing::info!(
+                    Finish::Failure { failure, .. } | Finish::Offline(failure) => tracing::info!(
                         job = claimed.job_id,
                         "GET {} failed: {}, but the job was cancelled or taken over meanwhile.",
                         claimed.url,

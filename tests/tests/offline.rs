@@ -1,0 +1,176 @@
+//! Offline awareness with the network really gone. The test runs itself again inside a new
+//! network namespace (`unshare -rn`), where even loopback starts down, so every connection the
+//! `gleaner run` process makes fails with ENETUNREACH, as on a laptop with its Wi-Fi off. Then
+//! it brings loopback up and starts the servers, and the same process carries on.
+
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use gleaner_tests::server::FaultServer;
+use gleaner_tests::{Sandbox, stderr, stdout};
+
+const INSIDE: &str = "GLEANER_TEST_IN_NETNS";
+const HOSTS: [&str; 3] = ["127.0.0.1", "127.0.0.2", "127.0.0.3"];
+const PORT: u16 = 18_731;
+
+#[test]
+fn offline_spends_no_retries_probes_and_resumes_when_the_network_is_back() {
+    if std::env::var_os(INSIDE).is_none() {
+        let exe = std::env::current_exe().expect("this test binary");
+        let out = Command::new("unshare")
+            .args(["--map-root-user", "--net", "--"])
+            .arg(exe)
+            .args([
+                "--exact",
+                "offline_spends_no_retries_probes_and_resumes_when_the_network_is_back",
+                "--nocapture",
+            ])
+            .env(INSIDE, "1")
+            .output()
+            .expect("unshare (util-linux) runs");
+        let (so, se) = (stdout(&out), stderr(&out));
+        assert!(
+            out.status.success(),
+            "the test inside a network namespace failed (unshare needs user or root namespaces)\n{so}\n{se}"
+        );
+        assert!(so.contains("1 passed"), "the inner test did not run:\n{so}");
+        return;
+    }
+    inside_the_namespace();
+}
+
+fn inside_the_namespace() {
+    // The premise: no network at all, not even loopback.
+    let err = TcpStream::connect_timeout(
+        &SocketAddr::from(([127, 0, 0, 1], PORT)),
+        Duration::from_secs(1),
+    )
+    .expect_err("loopback is down in a fresh network namespace");
+    assert_eq!(err.kind(), std::io::ErrorKind::NetworkUnreachable, "{err}");
+
+    let sandbox = Sandbox::new();
+    let urls: Vec<String> = HOSTS
+        .iter()
+        .flat_map(|h| (0..2).map(move |i| format!("http://{h}:{PORT}/ok/{h}-{i}")))
+        .collect();
+    let mut add = vec!["add"];
+    add.extend(urls.iter().map(String::as_str));
+    let out = sandbox.run(&add);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // Without offline awareness these settings kill every job within about 3 s: two retries,
+    // 1 s then 2 s apart.
+    let log = sandbox.path().join("run.log");
+    let mut run = sandbox
+        .cmd()
+        .args([
+            "--base-delay",
+            "1s",
+            "--max-delay",
+            "2s",
+            "--max-retries",
+            "2",
+            "--jitter",
+            "0",
+            "run",
+        ])
+        .env("GLEANER_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log file"))
+        .spawn()
+        .expect("gleaner run");
+
+    let stats = || sandbox.json(&["stats", "--json"]);
+    let offline = wait_for("stats to say offline", Duration::from_secs(20), || {
+        let s = stats();
+        (!s["offline"].is_null()).then_some(s)
+    });
+    let found_at = Instant::now();
+    assert_eq!(offline["dead"], 0, "{offline}");
+    assert!(
+        offline["offline"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("offline")),
+        "{offline}"
+    );
+    let text = stdout(&sandbox.run(&["stats"]));
+    assert!(text.contains("offline since"), "{text}");
+
+    // Three times the budget's whole schedule later, nothing has died and the budgets that
+    // were spent are only those of the attempts that showed the machine was offline.
+    std::thread::sleep(Duration::from_secs(8).saturating_sub(found_at.elapsed()));
+    let later = stats();
+    assert_eq!(later["dead"], 0, "{later}");
+    assert!(!later["offline"].is_null(), "{later}");
+    let db = sandbox.sql();
+    let spent: i64 = db
+        .query_row("SELECT sum(net_failures) FROM jobs", [], |r| r.get(0))
+        .expect("budgets");
+    assert!(
+        spent < 3,
+        "only the attempts before the finding spend budget; spent {spent}"
+    );
+    // It kept probing, one job at a time, with growing waits (1 s, then 2 s at the cap).
+    let probes: Vec<i64> = {
+        let mut stmt = db
+            .prepare(
+                "SELECT started_at FROM attempts WHERE outcome = 'offline' ORDER BY started_at",
+            )
+            .expect("prepare");
+        stmt.query_map([], |r| r.get(0))
+            .expect("query")
+            .collect::<rusqlite::Result<_>>()
+            .expect("rows")
+    };
+    assert!(probes.len() >= 3, "probes: {probes:?}");
+    let gaps: Vec<i64> = probes.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(
+        gaps.iter().rev().take(2).all(|&g| g >= 1_500),
+        "probes must back off, not spin: gaps {gaps:?} ms"
+    );
+    assert!(
+        probes.len() <= 12,
+        "8 s of probing at 1–2 s apart is a handful of probes, not {}",
+        probes.len()
+    );
+
+    // The network comes back.
+    let up = Command::new("ip")
+        .args(["link", "set", "lo", "up"])
+        .output()
+        .expect("ip (iproute2)");
+    assert!(up.status.success(), "{}", stderr(&up));
+    let servers: Vec<FaultServer> = HOSTS
+        .iter()
+        .map(|h| FaultServer::start_at(format!("{h}:{PORT}").parse().expect("address")))
+        .collect();
+    let done = wait_for("every job to be done", Duration::from_secs(20), || {
+        let s = stats();
+        (s["done"] == 6).then_some(s)
+    });
+    assert!(done["offline"].is_null(), "{done}");
+    assert_eq!(done["dead"], 0, "{done}");
+    for (server, host) in servers.iter().zip(HOSTS) {
+        for i in 0..2 {
+            assert_eq!(server.hits(&format!("/ok/{host}-{i}")), 1);
+        }
+    }
+    let _ = run.kill();
+    let _ = run.wait();
+    let log = std::fs::read_to_string(&log).expect("log");
+    assert!(log.contains("This machine looks offline"), "{log}");
+    assert!(log.contains("Not counted against its retries"), "{log}");
+    assert!(log.contains("Back online after"), "{log}");
+}
+
+fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
