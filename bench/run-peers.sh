@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Peer benchmarks for the Gleaner job-queue comparison (plainjob, huey).
+# Peer benchmarks for the Gleaner job-queue comparison (plainjob, huey, apalis).
 #
 #   bench/run-peers.sh [results.jsonl]     (default: bench/results/peers.jsonl)
 #
 # Installs each peer itself (bench/plainjob/node_modules via npm,
-# bench/huey/.venv via pip), then runs every configuration
+# bench/huey/.venv via pip, bench/apalis via cargo build --release), then runs
+# every configuration
 # (synchronous NORMAL/FULL x 1/4 workers) REPS times (default 3), appending
 # one JSON line per measurement to the results file. Enqueue rows are
 # single-producer, so they are measured in the workers=1 runs only; the
@@ -12,7 +13,12 @@
 # drift on the machine spreads over all configurations.
 #
 # Env: N (jobs, default 100000), REPS (default 3), PYTHON (default python3),
-#      PEERS (default "plainjob huey").
+#      PEERS (default "plainjob huey apalis"), SYNCS (default "NORMAL FULL"),
+#      CARGO_TARGET_DIR (apalis build dir, default bench/apalis/target),
+#      APALIS_DRAIN_N (jobs in apalis's drain, default min(N, 10000): with
+#      apalis-sqlite 1.0 each drained job costs time in proportion to the
+#      queue's depth, so a 100,000-job drain takes hours; see
+#      bench/apalis/src/main.rs. Its enqueue rows use N.)
 set -euo pipefail
 
 BENCH="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -20,7 +26,10 @@ OUT="${1:-$BENCH/results/peers.jsonl}"
 N="${N:-100000}"
 REPS="${REPS:-3}"
 PYTHON="${PYTHON:-python3}"
-PEERS="${PEERS:-plainjob huey}"
+PEERS="${PEERS:-plainjob huey apalis}"
+SYNCS="${SYNCS:-NORMAL FULL}"
+export APALIS_DRAIN_N="${APALIS_DRAIN_N:-$(( N < 10000 ? N : 10000 ))}"
+APALIS_TARGET="${CARGO_TARGET_DIR:-$BENCH/apalis/target}"
 mkdir -p "$(dirname "$OUT")"
 OUT="$(cd "$(dirname "$OUT")" && pwd)/$(basename "$OUT")"
 
@@ -61,20 +70,36 @@ install_huey() {
   "$d/.venv/bin/pip" install --quiet --disable-pip-version-check -r "$d/requirements.txt"
 }
 
+install_apalis() {
+  command -v cargo >/dev/null || { log "apalis: cargo not found"; return 1; }
+  log "apalis: cargo build --release (target dir $APALIS_TARGET; first build ~6 min on 2 cores)"
+  (cd "$BENCH/apalis" && CARGO_TARGET_DIR="$APALIS_TARGET" cargo build --release --locked)
+}
+
 run_plainjob() { (cd "$BENCH/plainjob" && node bench.mjs "$@"); }
 run_huey()     { "$BENCH/huey/.venv/bin/python" "$BENCH/huey/bench.py" "$@"; }
+run_apalis()   { "$APALIS_TARGET/release/gleaner-bench-apalis" "$@"; }
+
+versions_plainjob() {
+  echo "node $(node --version)," \
+    "plainjob $(node -p 'require("'"$BENCH"'/plainjob/node_modules/plainjob/package.json").version')," \
+    "better-sqlite3 $(node -p 'require("'"$BENCH"'/plainjob/node_modules/better-sqlite3/package.json").version')"
+}
+versions_huey() {
+  echo "huey $("$BENCH/huey/.venv/bin/python" -c 'import huey; print(huey.__version__)')," \
+    "python sqlite3 $("$BENCH/huey/.venv/bin/python" -c 'import sqlite3; print(sqlite3.sqlite_version)')"
+}
+versions_apalis() { run_apalis --versions; }
 
 for peer in $PEERS; do "install_$peer"; done
-log "versions: node $(node --version)," \
-    "plainjob $(node -p 'require("'"$BENCH"'/plainjob/node_modules/plainjob/package.json").version')," \
-    "better-sqlite3 $(node -p 'require("'"$BENCH"'/plainjob/node_modules/better-sqlite3/package.json").version')," \
-    "huey $("$BENCH/huey/.venv/bin/python" -c 'import huey; print(huey.__version__)')," \
-    "python sqlite3 $("$BENCH/huey/.venv/bin/python" -c 'import sqlite3; print(sqlite3.sqlite_version)')"
+versions=""
+for peer in $PEERS; do versions="${versions:+$versions, }$("versions_$peer")"; done
+log "versions: $versions"
 
-log "N=$N REPS=$REPS -> $OUT"
+log "N=$N REPS=$REPS SYNCS=$SYNCS APALIS_DRAIN_N=$APALIS_DRAIN_N -> $OUT"
 for rep in $(seq 1 "$REPS"); do
   for peer in $PEERS; do
-    for sync in NORMAL FULL; do
+    for sync in $SYNCS; do
       for workers in 1 4; do
         extra=()
         [ "$workers" = 1 ] || extra=(--drain-only)
