@@ -76,6 +76,8 @@ fn drain(
             let (policy, left) = (policy.clone(), left.clone());
             std::thread::spawn(move || {
                 let store = open(&path, full);
+                // As Worker::new does.
+                store.checkpoint_in_background().expect("checkpointer");
                 let owner = format!("bench-{w}");
                 let mut done = 0usize;
                 let mut finished: Vec<_> = Vec::new();
@@ -206,6 +208,7 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
                 )
                 .expect("enqueue");
             store.pause_host("paused.example", now).expect("pause");
+            store.checkpoint_in_background().expect("checkpointer");
             eprintln!("built the 1M queue in {:.1} s", t.elapsed().as_secs_f64());
             let mut lat = Vec::with_capacity(20_000);
             let policy = Policy::default();

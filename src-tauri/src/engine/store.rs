@@ -372,7 +372,28 @@ pub enum ActionResult {
 pub struct Store {
     conn: Mutex<Connection>,
     path: Option<PathBuf>,
+    checkpointer: Mutex<Option<Checkpointer>>,
 }
+
+/// A thread with its own connection that checkpoints the WAL, so the worker's commits never
+/// stop to copy thousands of pages back into the database file (measured: the claim's p99
+/// at 1M jobs was 12 ms with checkpoints on the commit path).
+struct Checkpointer {
+    stop: std::sync::mpsc::Sender<()>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        let _ = self.stop.send(());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// How often the background checkpointer runs.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -492,6 +513,7 @@ impl Store {
         Ok(Self {
             conn: Mutex::new(conn),
             path: Some(path.to_path_buf()),
+            checkpointer: Mutex::new(None),
         })
     }
 
@@ -503,6 +525,7 @@ impl Store {
         Ok(Self {
             conn: Mutex::new(conn),
             path: None,
+            checkpointer: Mutex::new(None),
         })
     }
 
@@ -511,6 +534,46 @@ impl Store {
     pub fn set_synchronous_full(&self, full: bool) -> Result<()> {
         let conn = self.conn()?;
         conn.pragma_update(None, "synchronous", if full { "FULL" } else { "NORMAL" })?;
+        Ok(())
+    }
+
+    /// Checkpoint the WAL from a background thread instead of on this connection's commits.
+    /// For a long-lived writer (the worker); short CLI commands keep SQLite's automatic
+    /// checkpoints. Does nothing for an in-memory database or if already running.
+    pub fn checkpoint_in_background(&self) -> Result<()> {
+        let Some(path) = self.path.clone() else {
+            return Ok(());
+        };
+        let mut slot = self.checkpointer.lock().map_err(|_| StoreError::Poisoned)?;
+        if slot.is_some() {
+            return Ok(());
+        }
+        let conn = Connection::open(&path)?;
+        configure(&conn)?;
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("gleaner-checkpoint".into())
+            .spawn(move || {
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(CHECKPOINT_EVERY)
+                {
+                    // PASSIVE never waits for readers or writers; what it cannot copy now it
+                    // copies next time.
+                    if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                    {
+                        tracing::debug!(error = %e, "background checkpoint skipped");
+                    }
+                }
+            })
+            .map_err(|source| StoreError::DataDir {
+                path: path.clone(),
+                source,
+            })?;
+        self.conn()?.pragma_update(None, "wal_autocheckpoint", 0)?;
+        *slot = Some(Checkpointer {
+            stop,
+            thread: Some(thread),
+        });
         Ok(())
     }
 

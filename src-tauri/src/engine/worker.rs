@@ -101,6 +101,9 @@ impl Worker {
         policy: Policy,
     ) -> Result<Arc<Self>, super::fetch::FetchError> {
         let fetcher = Fetcher::new(policy.max_redirects)?;
+        if let Err(e) = store.checkpoint_in_background() {
+            tracing::warn!(error = %e, "cannot checkpoint in the background; commits will do it");
+        }
         let (events, _) = broadcast::channel(1024);
         let owner = new_owner_id();
         if let Ok(mut set) = live_owners().lock() {
