@@ -148,10 +148,13 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
     let all = jobs(n);
     match op {
         "enqueue_one" => {
+            // One transaction per job, into one batch (as the peers' queues have no batches;
+            // `enqueue(None, ..)` would also create a batch per call).
             let t = Instant::now();
+            let batch = store.create_batch("bench", "bench", 1).expect("batch");
             for job in &all {
                 store
-                    .enqueue(None, std::slice::from_ref(job), 5, 1)
+                    .enqueue(Some(batch), std::slice::from_ref(job), 5, 1)
                     .expect("enqueue");
             }
             line(sync, op, 1, n, t.elapsed().as_secs_f64());

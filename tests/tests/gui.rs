@@ -908,3 +908,104 @@ fn hundreds_of_changes_reach_the_page_as_at_most_about_ten_events_a_second() {
         s.finish().await;
     });
 }
+
+/// Inside this network namespace 10.255.255.1 has no route (fetches fail with ENETUNREACH, as
+/// on a laptop whose Wi-Fi is off) while loopback works for WebDriver and the bus, until the
+/// test gives loopback that address.
+const OFFLINE_ADDR: &str = "10.255.255.1:18732";
+
+#[test]
+fn the_window_says_when_the_machine_is_offline_and_carries_on_when_it_is_back() {
+    const NAME: &str = "the_window_says_when_the_machine_is_offline_and_carries_on_when_it_is_back";
+    if std::env::var_os("GLEANER_TEST_IN_NETNS").is_none() {
+        // The scenario runs in a child process in its own network namespace; holding the lock
+        // keeps it from running beside the other GUI scenarios.
+        let _one_at_a_time = GUI_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        let out = std::process::Command::new("unshare")
+            .args(["--map-root-user", "--net", "--"])
+            .arg(std::env::current_exe().expect("this test binary"))
+            .args(["--exact", NAME, "--nocapture"])
+            .env("GLEANER_TEST_IN_NETNS", "1")
+            .output()
+            .expect("unshare (util-linux) runs");
+        let (so, se) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(out.status.success(), "{so}\n{se}");
+        assert!(so.contains("1 passed"), "the inner test did not run:\n{so}");
+        return;
+    }
+    let ip = |args: &[&str]| {
+        let out = std::process::Command::new("ip")
+            .args(args)
+            .output()
+            .expect("ip (iproute2)");
+        assert!(out.status.success(), "ip {args:?}: {out:?}");
+    };
+    ip(&["link", "set", "lo", "up"]);
+    gui(async {
+        let dir = tempfile::tempdir().expect("data dir");
+        {
+            use gleaner::engine::policy::Policy;
+            use gleaner::engine::store::{Store, db_path};
+            let store = Store::open(&db_path(dir.path())).expect("store");
+            // Without offline awareness these settings kill every job within about 3 s.
+            let policy = Policy {
+                base_delay: Duration::from_secs(1),
+                max_delay: Duration::from_secs(2),
+                max_retries: 2,
+                jitter: 0.0,
+                ..Policy::default()
+            };
+            store.save_policy(&policy).expect("policy");
+        }
+        let s = DesktopSession::launch_in(dir.path()).await;
+        let urls: Vec<String> = (0..4)
+            .map(|i| format!("http://{OFFLINE_ADDR}/ok/offline-{i}"))
+            .collect();
+        s.type_into("urls", &urls.join("\n")).await;
+        s.click("add").await;
+        let line = s
+            .wait_text("queue-state", |t| t.contains("Offline"), "the offline line")
+            .await;
+        assert!(
+            line.contains("no retries are spent until the network is back"),
+            "{line}"
+        );
+        s.screenshot("offline").await;
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        let (dead, spent): (i64, i64) = s
+            .sql()
+            .query_row(
+                "SELECT (SELECT count(*) FROM jobs WHERE status = 'dead'), \
+                        (SELECT sum(net_failures) FROM jobs)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .expect("counts");
+        assert_eq!(dead, 0, "nothing dies while offline");
+        assert!(
+            spent < 3,
+            "only the attempts before the finding spend budget: {spent}"
+        );
+
+        // The network comes back.
+        ip(&["addr", "add", "10.255.255.1/32", "dev", "lo"]);
+        let server = FaultServer::start_at(OFFLINE_ADDR.parse().expect("address"));
+        s.wait_rows(|r| all_status(r, 4, "done"), "four done jobs")
+            .await;
+        let line = s
+            .wait_text(
+                "queue-state",
+                |t| !t.contains("Offline"),
+                "the offline line to go",
+            )
+            .await;
+        assert!(!line.contains("Offline"), "{line}");
+        for i in 0..4 {
+            assert_eq!(server.hits(&format!("/ok/offline-{i}")), 1);
+        }
+        s.finish().await;
+    });
+}

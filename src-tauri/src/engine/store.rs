@@ -50,6 +50,7 @@ pub fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0005_job_browsing.sql")),
         M::up(include_str!("../../migrations/0006_host_due.sql")),
         M::up(include_str!("../../migrations/0007_host_lanes.sql")),
+        M::up(include_str!("../../migrations/0008_lane_indexes_only.sql")),
     ])
 }
 
@@ -146,6 +147,9 @@ pub struct Claimed {
     pub attempt_id: i64,
     pub attempt: u32,
     pub owner: String,
+    /// The host was held below the per-host limit after a rate limit when the job started:
+    /// its success counts towards winning a connection back.
+    pub throttled: bool,
 }
 
 /// How a claimed job's attempt ended, for [`Store::step`].
@@ -405,40 +409,37 @@ impl std::fmt::Debug for Store {
 /// of an index; a unit test checks that none of them sorts (no temp B-tree).
 ///
 /// Open batches with a due job, least recently served first.
-const CLAIM_BATCHES: &str = "SELECT b.id FROM batches b INDEXED BY batches_rotation WHERE b.open = 1 \
+const CLAIM_BATCHES: &str = "SELECT b.id, b.lane_after_seq, b.lane_after_host \
+     FROM batches b INDEXED BY batches_rotation WHERE b.open = 1 \
        AND EXISTS (SELECT 1 FROM jobs j INDEXED BY jobs_batch_due \
            WHERE j.batch_id = b.id AND j.status = 'pending' AND j.run_at <= ?1) \
      ORDER BY b.served_seq, b.id";
-/// The next lanes of a batch in rotation order after a keyset position, each with its head
-/// (earliest pending job; null when the lane is empty).
-const CLAIM_LANES: &str = "SELECT l.served_seq, l.host, \
+/// The next lanes of a batch in cycle order after a keyset position and up to a bound, each
+/// with its head (earliest pending job; null when the lane is empty).
+const CLAIM_LANES: &str = "SELECT l.seq, l.host, \
          (SELECT j.id FROM jobs j INDEXED BY jobs_lane_due WHERE j.batch_id = l.batch_id \
              AND j.host = l.host AND j.status = 'pending' ORDER BY j.run_at LIMIT 1), \
          (SELECT j.run_at FROM jobs j INDEXED BY jobs_lane_due WHERE j.batch_id = l.batch_id \
              AND j.host = l.host AND j.status = 'pending' ORDER BY j.run_at LIMIT 1) \
      FROM lanes l INDEXED BY lanes_rotation \
-     WHERE l.batch_id = ?1 AND (l.served_seq, l.host) > (?2, ?3) \
-     ORDER BY l.served_seq, l.host LIMIT ?4";
+     WHERE l.batch_id = ?1 AND (l.seq, l.host) > (?2, ?3) AND (l.seq, l.host) <= (?5, ?6) \
+     ORDER BY l.seq, l.host LIMIT ?4";
 /// A host's pause and own limit, and how many of its jobs run now (in every process).
 const CLAIM_HOST: &str = "SELECT \
          (SELECT manual_pause != 0 OR coalesce(paused_until > ?2, 0) FROM hosts WHERE host = ?1), \
          (SELECT concurrency_limit FROM hosts WHERE host = ?1), \
          (SELECT count(*) FROM jobs INDEXED BY jobs_running_host WHERE status = 'running' AND host = ?1)";
 
-/// Move a batch to the back of the rotation.
+/// Move a batch to the back of the rotation, and remember the last lane it served.
 const SERVED_SQL: &str = "UPDATE batches SET served_seq = 1 + coalesce( \
-         (SELECT max(served_seq) FROM batches INDEXED BY batches_rotation WHERE open = 1), 0) \
+         (SELECT max(served_seq) FROM batches INDEXED BY batches_rotation WHERE open = 1), 0), \
+         lane_after_seq = ?2, lane_after_host = ?3 \
      WHERE id = ?1";
 
-/// Move a lane (one host inside one batch) to the back of its batch's rotation.
-const LANE_SERVED_SQL: &str = "UPDATE lanes SET served_seq = 1 + coalesce( \
-         (SELECT max(served_seq) FROM lanes INDEXED BY lanes_rotation WHERE batch_id = ?1), 0) \
-     WHERE batch_id = ?1 AND host = ?2";
-
 /// Make sure a pending job's lane exists: the claim only finds jobs through their lanes.
-/// A new lane joins the back of its batch's rotation, so hosts are served in arrival order.
-const LANE_SQL: &str = "INSERT OR IGNORE INTO lanes (batch_id, host, served_seq) VALUES (?1, ?2, \
-     1 + coalesce((SELECT max(served_seq) FROM lanes INDEXED BY lanes_rotation WHERE batch_id = ?1), 0))";
+/// A new lane joins the end of its batch's cycle, so hosts are served in arrival order.
+const LANE_SQL: &str = "INSERT OR IGNORE INTO lanes (batch_id, host, seq) VALUES (?1, ?2, \
+     1 + coalesce((SELECT max(seq) FROM lanes INDEXED BY lanes_rotation WHERE batch_id = ?1), 0))";
 
 const JOB_COLUMNS: &str = "j.id, j.url, j.final_url, j.host, j.status, j.attempts, j.max_retries, \
      j.run_at, j.error_class, j.error, j.http_status, j.title, j.document, j.content_type, \
@@ -820,7 +821,9 @@ impl Store {
     pub fn next_wakeup(&self, now: Millis) -> Result<Option<Millis>> {
         let conn = self.conn()?;
         let due: Option<Millis> = conn.query_row(
-            "SELECT min(run_at) FROM jobs WHERE status = 'pending' AND run_at > ?1",
+            "SELECT min((SELECT min(j.run_at) FROM jobs j INDEXED BY jobs_batch_due \
+                 WHERE j.batch_id = b.id AND j.status = 'pending' AND j.run_at > ?1)) \
+             FROM batches b INDEXED BY batches_rotation WHERE b.open = 1",
             [now],
             |r| r.get(0),
         )?;
@@ -1004,25 +1007,31 @@ impl Store {
                         out.push(ActionResult::Done { id });
                     }
                     Status::Pending => {
-                        // "Fetch now": due at once, first in its batch, and its batch first in
-                        // the rotation, so it is ahead of every other due job.
+                        // "Fetch now": due at once, first in its lane, its lane first in its
+                        // batch and its batch first in the rotation, so it is ahead of every
+                        // other due job.
                         tx.execute(
-                            "UPDATE jobs SET run_at = min(?2, coalesce((SELECT min(run_at) FROM jobs \
-                                 WHERE status = 'pending'), ?2) - 1), updated_at = ?2 WHERE id = ?1",
+                            "UPDATE jobs SET run_at = min(?2, coalesce((SELECT min(o.run_at) \
+                                 FROM jobs o INDEXED BY jobs_lane_due WHERE o.batch_id = jobs.batch_id \
+                                     AND o.host = jobs.host AND o.status = 'pending'), ?2) - 1), \
+                                 updated_at = ?2 WHERE id = ?1",
                             params![id, now],
                         )?;
+                        let (batch_id, host): (i64, String) = tx.query_row(
+                            "SELECT batch_id, host FROM jobs WHERE id = ?1",
+                            [id],
+                            |r| Ok((r.get(0)?, r.get(1)?)),
+                        )?;
+                        tx.prepare_cached(LANE_SQL)?
+                            .execute(params![batch_id, host])?;
+                        // The batch's cursor goes to just before the job's lane.
                         tx.execute(
                             "UPDATE batches SET open = 1, served_seq = coalesce((SELECT min(served_seq) \
-                                 FROM batches INDEXED BY batches_rotation WHERE open = 1), 0) - 1 \
-                             WHERE id = (SELECT batch_id FROM jobs WHERE id = ?1)",
-                            [id],
-                        )?;
-                        tx.execute(
-                            "INSERT INTO lanes (batch_id, host, served_seq) \
-                                 SELECT j.batch_id, j.host, coalesce((SELECT min(served_seq) FROM lanes \
-                                     WHERE batch_id = j.batch_id), 0) - 1 FROM jobs j WHERE j.id = ?1 \
-                             ON CONFLICT(batch_id, host) DO UPDATE SET served_seq = excluded.served_seq",
-                            [id],
+                                 FROM batches INDEXED BY batches_rotation WHERE open = 1), 0) - 1, \
+                                 lane_after_seq = (SELECT seq FROM lanes WHERE batch_id = ?1 AND host = ?2), \
+                                 lane_after_host = '' \
+                             WHERE id = ?1",
+                            params![batch_id, host],
                         )?;
                         out.push(ActionResult::Done { id });
                     }
@@ -1103,7 +1112,11 @@ impl Store {
             }
         }
         let (waiting, next): (u64, Option<Millis>) = conn.query_row(
-            "SELECT count(*), min(run_at) FROM jobs WHERE status = 'pending' AND run_at > ?1",
+            "SELECT coalesce(sum((SELECT count(*) FROM jobs j INDEXED BY jobs_batch_due \
+                     WHERE j.batch_id = b.id AND j.status = 'pending' AND j.run_at > ?1)), 0), \
+                 min((SELECT min(j.run_at) FROM jobs j INDEXED BY jobs_batch_due \
+                     WHERE j.batch_id = b.id AND j.status = 'pending' AND j.run_at > ?1)) \
+             FROM batches b INDEXED BY batches_rotation WHERE b.open = 1",
             [now],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
@@ -1188,8 +1201,9 @@ impl Store {
         self.write(|tx| {
             // Jobs that were moved to the end of a rate-limit pause are due again at once.
             tx.execute(
-                "UPDATE jobs INDEXED BY jobs_host_due SET run_at = ?2 \
-                 WHERE host = ?1 AND status = 'pending' \
+                "UPDATE jobs INDEXED BY jobs_lane_due SET run_at = ?2 \
+                 WHERE batch_id IN (SELECT batch_id FROM lanes INDEXED BY lanes_host WHERE host = ?1) \
+                   AND host = ?1 AND status = 'pending' \
                    AND run_at = (SELECT paused_until FROM hosts WHERE host = ?1 AND paused_until > ?2)",
                 params![host, now],
             )?;
@@ -1420,56 +1434,91 @@ fn revive(tx: &Transaction<'_>, id: i64, max_retries: u32, now: Millis) -> Resul
     Ok(())
 }
 
-/// A lane as the claim's walk sees it: (served_seq, host, head job id, head run_at); the head
-/// is the lane's earliest pending job, absent when the lane is empty.
+/// A lane as the claim's walk sees it: (seq, host, head job id, head run_at); the head is the
+/// lane's earliest pending job, absent when the lane is empty.
 type Lane = (i64, String, Option<i64>, Option<Millis>);
 
-/// Where the claim is in one batch's lane rotation.
+/// A keyset position in a batch's cycle of lanes: (seq, host).
+type LanePos = (i64, String);
+
+/// Where the claim is in one batch's cycle of lanes. A pass starts just after the lane the
+/// batch served last, runs to the end of the cycle, then wraps around to that lane.
 struct LaneCursor {
     batch_id: i64,
-    /// Lanes fetched and not yet looked at: (served_seq, host, head id, head run_at).
+    /// Where the current pass started (and so where it ends).
+    start: LanePos,
+    /// Lanes fetched and not yet looked at.
     queue: std::collections::VecDeque<Lane>,
     /// Keyset position of the last lane fetched.
-    after: (i64, String),
-    /// The walk reached the last lane.
+    after: LanePos,
+    /// false: from `start` to the end of the cycle; true: from the beginning to `start`.
+    wrapped: bool,
+    /// The current stretch has no more lanes to fetch.
     at_end: bool,
-    /// Jobs claimed in this batch during the current pass over its lanes.
+    /// Jobs claimed in this batch during the current pass.
     claimed_this_pass: usize,
+    /// The last lane served in this step: the batch's cursor when the step ends.
+    last_served: Option<LanePos>,
     exhausted: bool,
 }
 
 impl LaneCursor {
-    fn new(batch_id: i64) -> Self {
+    fn new(batch_id: i64, start: LanePos) -> Self {
         Self {
             batch_id,
+            after: start.clone(),
+            start,
             queue: Default::default(),
-            after: (i64::MIN, String::new()),
+            wrapped: false,
             at_end: false,
             claimed_this_pass: 0,
+            last_served: None,
             exhausted: false,
         }
     }
 
-    /// The next lane in rotation. After the last lane a new pass starts (a lane gives one job
-    /// per pass, so hosts take turns), unless the pass just ended claimed nothing.
+    /// The next lane in the cycle. A lane gives one job per pass, so hosts take turns; when a
+    /// pass that claimed something ends, the next one starts after the last lane served.
     fn next(&mut self, tx: &Transaction<'_>, chunk: usize) -> Result<Option<Lane>> {
+        const BEGIN: (i64, &str) = (i64::MIN, "");
         loop {
             if let Some(lane) = self.queue.pop_front() {
                 return Ok(Some(lane));
             }
             if self.at_end {
-                if self.claimed_this_pass == 0 {
+                if !self.wrapped {
+                    self.wrapped = true;
+                    self.after = (BEGIN.0, BEGIN.1.to_string());
+                } else if self.claimed_this_pass == 0 {
                     self.exhausted = true;
                     return Ok(None);
+                } else {
+                    self.start = self
+                        .last_served
+                        .clone()
+                        .unwrap_or_else(|| self.start.clone());
+                    self.after = self.start.clone();
+                    self.wrapped = false;
+                    self.claimed_this_pass = 0;
                 }
-                self.after = (i64::MIN, String::new());
                 self.at_end = false;
-                self.claimed_this_pass = 0;
             }
+            let upper = if self.wrapped {
+                self.start.clone()
+            } else {
+                (i64::MAX, String::new())
+            };
             let mut stmt = tx.prepare_cached(CLAIM_LANES)?;
             let rows = stmt
                 .query_map(
-                    params![self.batch_id, self.after.0, self.after.1, chunk as i64],
+                    params![
+                        self.batch_id,
+                        self.after.0,
+                        self.after.1,
+                        chunk as i64,
+                        upper.0,
+                        upper.1
+                    ],
                     |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
                 )?
                 .collect::<rusqlite::Result<Vec<Lane>>>()?;
@@ -1487,8 +1536,8 @@ impl LaneCursor {
 /// job per lane per pass; inside a lane, the earliest due job goes first. Every read is a
 /// seek or an ordered index walk, so the cost does not grow with the pending rows: a host that
 /// is paused or at its connection limit costs one check per lane, not one per row, and a batch
-/// with nothing due costs one seek. Served lanes and batches move to the back of their
-/// rotation when the step ends, in the order they were served.
+/// with nothing due costs one seek. When the step ends, served batches move to the back of the
+/// rotation in the order they were served, each remembering the last lane it served.
 fn claim_many(tx: &Transaction<'_>, req: &ClaimRequest<'_>, now: Millis) -> Result<Vec<Claimed>> {
     let mut out = Vec::new();
     if req.max == 0 {
@@ -1496,12 +1545,12 @@ fn claim_many(tx: &Transaction<'_>, req: &ClaimRequest<'_>, now: Millis) -> Resu
     }
     let mut cursors: Vec<LaneCursor> = tx
         .prepare_cached(CLAIM_BATCHES)?
-        .query_map([now], |r| r.get::<_, i64>(0))?
-        .map(|id| id.map(LaneCursor::new))
+        .query_map([now], |r| {
+            Ok(LaneCursor::new(r.get(0)?, (r.get(1)?, r.get(2)?)))
+        })?
         .collect::<rusqlite::Result<_>>()?;
-    // Connections each host may still open in this step.
-    let mut slots: HashMap<String, u32> = HashMap::new();
-    let mut served_lanes: Vec<(i64, String)> = Vec::new();
+    // Connections each host may still open in this step, and whether it is throttled.
+    let mut slots: HashMap<String, (u32, bool)> = HashMap::new();
     let mut served_batches: Vec<i64> = Vec::new();
     let mut empty_lanes: Vec<(i64, String)> = Vec::new();
     let lease_until = now + req.lease.as_millis() as Millis;
@@ -1511,7 +1560,7 @@ fn claim_many(tx: &Transaction<'_>, req: &ClaimRequest<'_>, now: Millis) -> Resu
                 break;
             }
             let chunk = (req.max - out.len()).max(16);
-            while let Some((_, host, head, run_at)) = cursor.next(tx, chunk)? {
+            while let Some((seq, host, head, run_at)) = cursor.next(tx, chunk)? {
                 let (Some(job_id), Some(run_at)) = (head, run_at) else {
                     empty_lanes.push((cursor.batch_id, host));
                     continue;
@@ -1519,33 +1568,36 @@ fn claim_many(tx: &Transaction<'_>, req: &ClaimRequest<'_>, now: Millis) -> Resu
                 if run_at > now {
                     continue;
                 }
-                let free = match slots.get_mut(&host) {
-                    Some(free) => free,
+                let slot = match slots.get_mut(&host) {
+                    Some(slot) => slot,
                     None => {
-                        let free = host_slots(tx, &host, now, req.per_host)?;
-                        slots.entry(host.clone()).or_insert(free)
+                        let slot = host_slots(tx, &host, now, req.per_host)?;
+                        slots.entry(host.clone()).or_insert(slot)
                     }
                 };
-                if *free == 0 {
+                if slot.0 == 0 {
                     continue;
                 }
-                *free -= 1;
-                out.push(claim_job(tx, job_id, &host, req, lease_until, now)?);
+                slot.0 -= 1;
+                let throttled = slot.1;
+                let mut claimed = claim_job(tx, job_id, &host, req, lease_until, now)?;
+                claimed.throttled = throttled;
+                out.push(claimed);
                 cursor.claimed_this_pass += 1;
-                served_lanes.push((cursor.batch_id, host));
+                cursor.last_served = Some((seq, host));
                 served_batches.retain(|&b| b != cursor.batch_id);
                 served_batches.push(cursor.batch_id);
                 break;
             }
         }
     }
-    let mut lane_served = tx.prepare_cached(LANE_SERVED_SQL)?;
-    for (batch_id, host) in &served_lanes {
-        lane_served.execute(params![batch_id, host])?;
-    }
     let mut batch_served = tx.prepare_cached(SERVED_SQL)?;
     for batch_id in &served_batches {
-        batch_served.execute([batch_id])?;
+        if let Some(cursor) = cursors.iter().find(|c| c.batch_id == *batch_id)
+            && let Some((seq, host)) = &cursor.last_served
+        {
+            batch_served.execute(params![batch_id, seq, host])?;
+        }
     }
     if !empty_lanes.is_empty() {
         let mut delete = tx.prepare_cached(
@@ -1587,23 +1639,24 @@ fn claim_job(
         attempt_id: tx.last_insert_rowid(),
         attempt,
         owner: req.owner.to_string(),
+        throttled: false,
     })
 }
 
 /// How many more jobs for `host` may start now: none while it is paused, else its connection
 /// limit (the policy's, or lower while it recovers from a rate limit) minus the jobs of every
 /// process running on it.
-fn host_slots(tx: &Transaction<'_>, host: &str, now: Millis, per_host: u32) -> Result<u32> {
+fn host_slots(tx: &Transaction<'_>, host: &str, now: Millis, per_host: u32) -> Result<(u32, bool)> {
     let (paused, own_limit, running): (Option<bool>, Option<u32>, u32) = tx
         .prepare_cached(CLAIM_HOST)?
         .query_row(params![host, now], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?))
         })?;
     if paused == Some(true) {
-        return Ok(0);
+        return Ok((0, own_limit.is_some()));
     }
     let limit = own_limit.map_or(per_host, |own| own.min(per_host)).max(1);
-    Ok(limit.saturating_sub(running))
+    Ok((limit.saturating_sub(running), own_limit.is_some()))
 }
 
 fn complete_in(
@@ -1657,7 +1710,8 @@ fn complete_in(
         outcome,
         success.http_status
     ])?;
-    if job.is_some() {
+    // Only a throttled host keeps a success streak; the others need no write.
+    if job.is_some() && claimed.throttled {
         record_host_success(tx, &claimed.host, policy.per_host)?;
     }
     Ok(job)
@@ -1858,8 +1912,9 @@ fn apply_failure(
         // so: the claim's scan over due jobs then never walks a paused host's backlog (100,000
         // rows at the head of a batch would otherwise be checked and skipped on every claim),
         // and the window shows when they will really run.
-        tx.prepare_cached("UPDATE jobs INDEXED BY jobs_host_due SET run_at = (SELECT paused_until FROM hosts WHERE host = ?1) \
-             WHERE host = ?1 AND status = 'pending' AND run_at < (SELECT paused_until FROM hosts WHERE host = ?1)")?.execute([&job.host])?;
+        tx.prepare_cached("UPDATE jobs INDEXED BY jobs_lane_due SET run_at = (SELECT paused_until FROM hosts WHERE host = ?1) \
+             WHERE batch_id IN (SELECT batch_id FROM lanes INDEXED BY lanes_host WHERE host = ?1) \
+               AND host = ?1 AND status = 'pending' AND run_at < (SELECT paused_until FROM hosts WHERE host = ?1)")?.execute([&job.host])?;
     }
     let job = load_job(tx, job.id)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
     Ok(Failed {
@@ -1936,7 +1991,7 @@ mod tests {
         let v: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .expect("version");
-        assert_eq!(v, 7);
+        assert_eq!(v, 8);
         let (url, notified): (String, i64) = conn
             .query_row("SELECT url, dead_notified FROM jobs", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))
@@ -2487,6 +2542,42 @@ mod tests {
     }
 
     #[test]
+    fn resuming_a_rate_limited_host_makes_its_waiting_jobs_due_at_once() {
+        let s = Store::open_in_memory().expect("store");
+        // The host's jobs sit in two batches, so the move must reach every lane of the host.
+        s.enqueue(
+            None,
+            &[job("http://a.example/1"), job("http://a.example/2")],
+            5,
+            0,
+        )
+        .expect("enqueue");
+        s.enqueue(
+            None,
+            &[job("http://a.example/3"), job("http://b.example/1")],
+            5,
+            0,
+        )
+        .expect("enqueue");
+        let policy = Policy {
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let c = s
+            .claim("w", 10, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("a1");
+        let mut f = Failure::new(FailureKind::RateLimited, "429 Too Many Requests");
+        f.retry_after = Some(Duration::from_secs(600));
+        s.fail(&c, &f, &policy, 10, 0.0).expect("fail");
+        let due_of = |id: i64| s.job(id).expect("job").expect("row").run_at;
+        assert_eq!([due_of(1), due_of(2), due_of(3)], [600_010; 3]);
+        assert_eq!(due_of(4), 0, "b.example is not paused");
+        assert!(s.resume_host("a.example", 20).expect("resume"));
+        assert_eq!([due_of(1), due_of(2), due_of(3)], [20; 3]);
+    }
+
+    #[test]
     fn fetch_now_puts_a_pending_job_ahead_of_every_due_job() {
         let s = Store::open_in_memory().expect("store");
         let jobs: Vec<_> = (0..5)
@@ -2635,7 +2726,7 @@ mod tests {
             ),
             (
                 CLAIM_LANES,
-                vec![&1 as &dyn rusqlite::ToSql, &0, &"h", &16],
+                vec![&1 as &dyn rusqlite::ToSql, &0, &"h", &16, &99, &"z"],
                 &["lanes_rotation", "jobs_lane_due"][..],
             ),
             (
