@@ -244,6 +244,38 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
                 secs,
                 &format!(",\"claim_p50_ms\":{p50:.4},\"claim_p99_ms\":{p99:.4},\"inflight\":32"),
             );
+            // The same single claims on a 10,000-row queue, for comparison.
+            let small = tempfile::tempdir().expect("tempdir");
+            let store = open(small.path(), full);
+            store
+                .enqueue(None, &named_jobs("lat", 0, 10_000, 1000), 5, now)
+                .expect("enqueue");
+            store.checkpoint_in_background().expect("checkpointer");
+            let mut lat = Vec::with_capacity(5_000);
+            for _ in 0..5_000 {
+                let t = Instant::now();
+                let c = store
+                    .claim("bench", now + 1, Duration::from_secs(600), 10_000)
+                    .expect("claim")
+                    .expect("a due job");
+                lat.push(t.elapsed().as_secs_f64() * 1000.0);
+                let ok = Success {
+                    http_status: 200,
+                    ..Success::default()
+                };
+                store.complete(&c, &ok, &policy, now + 1).expect("complete");
+            }
+            lat.sort_by(f64::total_cmp);
+            let (p50, p99) = (percentile(&lat, 0.5), percentile(&lat, 0.99));
+            drop(store);
+            line_with(
+                sync,
+                "claim_10k",
+                1,
+                5_000,
+                lat.iter().sum::<f64>() / 1000.0,
+                &format!(",\"claim_p50_ms\":{p50:.4},\"claim_p99_ms\":{p99:.4}"),
+            );
             // The same drain on a 10,000-row queue.
             let small = tempfile::tempdir().expect("tempdir");
             let store = open(small.path(), full);
