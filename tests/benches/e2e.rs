@@ -16,7 +16,7 @@ use gleaner::engine::fetch::{Fetcher, Limits};
 use gleaner::engine::intake;
 use gleaner::engine::library::{Library, Provenance, SaveOptions};
 use gleaner::engine::policy::Policy;
-use gleaner::engine::store::{ClaimRequest, Finish, NewJob, Store, Success, db_path};
+use gleaner::engine::store::{ClaimRequest, NewJob, Store, db_path};
 use gleaner::engine::worker::{RunMode, Worker};
 use gleaner_tests::server::FaultServer;
 
@@ -145,18 +145,7 @@ fn queue_round(n: usize) -> f64 {
         if step.claimed.is_empty() {
             break;
         }
-        finished = step
-            .claimed
-            .into_iter()
-            .map(|c| {
-                let ok = Success {
-                    http_status: 200,
-                    final_url: c.url.clone(),
-                    ..Success::default()
-                };
-                (c, Finish::Success(ok))
-            })
-            .collect();
+        finished = gleaner_tests::succeed_all(step.claimed);
     }
     assert_eq!(done, n);
     t.elapsed().as_secs_f64()

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gleaner::engine::policy::Policy;
-use gleaner::engine::store::{ClaimRequest, Finish, NewJob, Store, Success, db_path};
+use gleaner::engine::store::{ClaimRequest, NewJob, Store, Success, db_path};
 
 fn jobs(n: usize) -> Vec<NewJob> {
     named_jobs("job", 0, n, 1000)
@@ -108,19 +108,7 @@ fn drain(
                     }
                     // Hand back the slots this round did not fill.
                     left.fetch_add((inflight - step.claimed.len()) as isize, Ordering::Relaxed);
-                    // The no-op handler: every claimed job succeeds at once.
-                    finished = step
-                        .claimed
-                        .into_iter()
-                        .map(|c| {
-                            let ok = Success {
-                                http_status: 200,
-                                final_url: c.url.clone(),
-                                ..Success::default()
-                            };
-                            (c, Finish::Success(ok))
-                        })
-                        .collect();
+                    finished = gleaner_tests::succeed_all(step.claimed);
                 }
                 done
             })
@@ -134,6 +122,30 @@ fn inflight() -> Vec<usize> {
         .ok()
         .map(|v| v.split(',').filter_map(|x| x.parse().ok()).collect())
         .unwrap_or_else(|| vec![4, 32])
+}
+
+/// `n` single claims (each its own transaction), each followed by its completion: the
+/// claims' p50 and p99 in ms, and their total in seconds. No claim may reach the paused host.
+fn time_claims(store: &Store, n: usize, now: i64) -> (f64, f64, f64) {
+    let policy = Policy::default();
+    let mut lat = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let c = store
+            .claim("bench", now, Duration::from_secs(600), 10_000)
+            .expect("claim")
+            .expect("a due job");
+        lat.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert_ne!(c.host, "paused.example");
+        let ok = Success {
+            http_status: 200,
+            ..Success::default()
+        };
+        store.complete(&c, &ok, &policy, now).expect("complete");
+    }
+    let total = lat.iter().sum::<f64>() / 1000.0;
+    lat.sort_by(f64::total_cmp);
+    (percentile(&lat, 0.5), percentile(&lat, 0.99), total)
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -213,24 +225,7 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
             store.pause_host("paused.example", now).expect("pause");
             store.checkpoint_in_background().expect("checkpointer");
             eprintln!("built the 1M queue in {:.1} s", t.elapsed().as_secs_f64());
-            let mut lat = Vec::with_capacity(20_000);
-            let policy = Policy::default();
-            for _ in 0..20_000 {
-                let t = Instant::now();
-                let c = store
-                    .claim("bench", now + 1, Duration::from_secs(600), 10_000)
-                    .expect("claim")
-                    .expect("a due job");
-                lat.push(t.elapsed().as_secs_f64() * 1000.0);
-                assert_ne!(c.host, "paused.example");
-                let ok = Success {
-                    http_status: 200,
-                    ..Success::default()
-                };
-                store.complete(&c, &ok, &policy, now + 1).expect("complete");
-            }
-            lat.sort_by(f64::total_cmp);
-            let (p50, p99) = (percentile(&lat, 0.5), percentile(&lat, 0.99));
+            let (p50, p99, _) = time_claims(&store, 20_000, now + 1);
             drop(store);
             let t = Instant::now();
             let done = drain(dir.path(), full, workers, 32, 50_000, now + 2);
@@ -251,29 +246,14 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
                 .enqueue(None, &named_jobs("lat", 0, 10_000, 1000), 5, now)
                 .expect("enqueue");
             store.checkpoint_in_background().expect("checkpointer");
-            let mut lat = Vec::with_capacity(5_000);
-            for _ in 0..5_000 {
-                let t = Instant::now();
-                let c = store
-                    .claim("bench", now + 1, Duration::from_secs(600), 10_000)
-                    .expect("claim")
-                    .expect("a due job");
-                lat.push(t.elapsed().as_secs_f64() * 1000.0);
-                let ok = Success {
-                    http_status: 200,
-                    ..Success::default()
-                };
-                store.complete(&c, &ok, &policy, now + 1).expect("complete");
-            }
-            lat.sort_by(f64::total_cmp);
-            let (p50, p99) = (percentile(&lat, 0.5), percentile(&lat, 0.99));
+            let (p50, p99, total) = time_claims(&store, 5_000, now + 1);
             drop(store);
             line_with(
                 sync,
                 "claim_10k",
                 1,
                 5_000,
-                lat.iter().sum::<f64>() / 1000.0,
+                total,
                 &format!(",\"claim_p50_ms\":{p50:.4},\"claim_p99_ms\":{p99:.4}"),
             );
             // The same drain on a 10,000-row queue.

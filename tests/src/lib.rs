@@ -106,3 +106,23 @@ pub fn stdout(o: &Output) -> String {
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// The queue benchmarks' no-op handler: every claimed job succeeds at once.
+pub fn succeed_all(
+    claimed: Vec<gleaner::engine::store::Claimed>,
+) -> Vec<(
+    gleaner::engine::store::Claimed,
+    gleaner::engine::store::Finish,
+)> {
+    claimed
+        .into_iter()
+        .map(|c| {
+            let ok = gleaner::engine::store::Success {
+                http_status: 200,
+                final_url: c.url.clone(),
+                ..Default::default()
+            };
+            (c, gleaner::engine::store::Finish::Success(ok))
+        })
+        .collect()
+}
