@@ -126,3 +126,30 @@ pub fn succeed_all(
         })
         .collect()
 }
+
+/// Set in the copy of a test that runs inside its own network namespace.
+pub const IN_NETNS: &str = "GLEANER_TEST_IN_NETNS";
+
+/// For tests that take the network away: in the outer process, run the test `name` of this
+/// test binary again under `unshare --map-root-user --net` (a fresh network namespace, loopback
+/// down), assert that it ran and passed, and return true; inside that copy, return false so the
+/// caller carries on with the scenario.
+pub fn ran_in_network_namespace(name: &str) -> bool {
+    if std::env::var_os(IN_NETNS).is_some() {
+        return false;
+    }
+    let out = Command::new("unshare")
+        .args(["--map-root-user", "--net", "--"])
+        .arg(std::env::current_exe().expect("this test binary"))
+        .args(["--exact", name, "--nocapture"])
+        .env(IN_NETNS, "1")
+        .output()
+        .expect("unshare (util-linux) runs");
+    let (so, se) = (stdout(&out), stderr(&out));
+    assert!(
+        out.status.success(),
+        "the test inside a network namespace failed (unshare needs user or root namespaces)\n{so}\n{se}"
+    );
+    assert!(so.contains("1 passed"), "the inner test did not run:\n{so}");
+    true
+}

@@ -917,23 +917,10 @@ const OFFLINE_ADDR: &str = "10.255.255.1:18732";
 #[test]
 fn the_window_says_when_the_machine_is_offline_and_carries_on_when_it_is_back() {
     const NAME: &str = "the_window_says_when_the_machine_is_offline_and_carries_on_when_it_is_back";
-    if std::env::var_os("GLEANER_TEST_IN_NETNS").is_none() {
-        // The scenario runs in a child process in its own network namespace; holding the lock
-        // keeps it from running beside the other GUI scenarios.
+    if std::env::var_os(gleaner_tests::IN_NETNS).is_none() {
+        // Holding the lock keeps the copy from running beside the other GUI scenarios.
         let _one_at_a_time = GUI_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-        let out = std::process::Command::new("unshare")
-            .args(["--map-root-user", "--net", "--"])
-            .arg(std::env::current_exe().expect("this test binary"))
-            .args(["--exact", NAME, "--nocapture"])
-            .env("GLEANER_TEST_IN_NETNS", "1")
-            .output()
-            .expect("unshare (util-linux) runs");
-        let (so, se) = (
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr),
-        );
-        assert!(out.status.success(), "{so}\n{se}");
-        assert!(so.contains("1 passed"), "the inner test did not run:\n{so}");
+        assert!(gleaner_tests::ran_in_network_namespace(NAME));
         return;
     }
     let ip = |args: &[&str]| {

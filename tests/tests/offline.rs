@@ -10,31 +10,14 @@ use std::time::{Duration, Instant};
 use gleaner_tests::server::FaultServer;
 use gleaner_tests::{Sandbox, stderr, stdout};
 
-const INSIDE: &str = "GLEANER_TEST_IN_NETNS";
 const HOSTS: [&str; 3] = ["127.0.0.1", "127.0.0.2", "127.0.0.3"];
 const PORT: u16 = 18_731;
 
 #[test]
 fn offline_spends_no_retries_probes_and_resumes_when_the_network_is_back() {
-    if std::env::var_os(INSIDE).is_none() {
-        let exe = std::env::current_exe().expect("this test binary");
-        let out = Command::new("unshare")
-            .args(["--map-root-user", "--net", "--"])
-            .arg(exe)
-            .args([
-                "--exact",
-                "offline_spends_no_retries_probes_and_resumes_when_the_network_is_back",
-                "--nocapture",
-            ])
-            .env(INSIDE, "1")
-            .output()
-            .expect("unshare (util-linux) runs");
-        let (so, se) = (stdout(&out), stderr(&out));
-        assert!(
-            out.status.success(),
-            "the test inside a network namespace failed (unshare needs user or root namespaces)\n{so}\n{se}"
-        );
-        assert!(so.contains("1 passed"), "the inner test did not run:\n{so}");
+    if gleaner_tests::ran_in_network_namespace(
+        "offline_spends_no_retries_probes_and_resumes_when_the_network_is_back",
+    ) {
         return;
     }
     inside_the_namespace();

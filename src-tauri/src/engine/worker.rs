@@ -360,11 +360,11 @@ impl Worker {
             }
             let mut failed_offline = false;
             for (claimed, finish) in finished {
-                let failure = match finish {
-                    Finish::Failure { failure, .. }
+                let (failure, unit) = match finish {
+                    Finish::Failure { failure, unit }
                         if failure.kind.suggests_offline() && !reached =>
                     {
-                        failure
+                        (failure, unit)
                     }
                     other => {
                         out.push((claimed, other));
@@ -392,7 +392,6 @@ impl Worker {
                         out.push((claimed, Finish::Offline(failure)));
                     }
                     None => {
-                        let unit: f64 = rand::rng().random_range(-1.0..=1.0);
                         out.push((claimed, Finish::Failure { failure, unit }));
                     }
                 }
