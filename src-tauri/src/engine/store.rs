@@ -51,6 +51,10 @@ pub fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0006_host_due.sql")),
         M::up(include_str!("../../migrations/0007_host_lanes.sql")),
         M::up(include_str!("../../migrations/0008_lane_indexes_only.sql")),
+        M::up(include_str!(
+            "../../migrations/0009_attempt_written_once.sql"
+        ))
+        .foreign_key_check(),
     ])
 }
 
@@ -144,8 +148,9 @@ pub struct Claimed {
     pub job_id: i64,
     pub url: String,
     pub host: String,
-    pub attempt_id: i64,
     pub attempt: u32,
+    /// When this attempt began; its `attempts` row is written when it ends.
+    pub started_at: Millis,
     pub owner: String,
     /// The host was held below the per-host limit after a rate limit when the job started:
     /// its success counts towards winning a connection back.
@@ -492,11 +497,14 @@ fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
 fn load_job(conn: &Connection, id: i64) -> rusqlite::Result<Option<Job>> {
     // Cached: every completion reads its row back, and parsing this join each time cost more
     // than the rest of the completion.
-    conn.prepare_cached(&format!(
-        "SELECT {JOB_COLUMNS} FROM jobs j LEFT JOIN batches b ON b.id = j.batch_id WHERE j.id = ?1"
-    ))?
-    .query_row([id], job_from_row)
-    .optional()
+    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "SELECT {JOB_COLUMNS} FROM jobs j LEFT JOIN batches b ON b.id = j.batch_id WHERE j.id = ?1"
+        )
+    });
+    conn.prepare_cached(&SQL)?
+        .query_row([id], job_from_row)
+        .optional()
 }
 
 impl Store {
@@ -509,8 +517,7 @@ impl Store {
             })?;
         }
         let mut conn = Connection::open(path)?;
-        configure(&conn)?;
-        migrations().to_latest(&mut conn)?;
+        configure(&mut conn)?;
         Ok(Self {
             conn: Mutex::new(conn),
             path: Some(path.to_path_buf()),
@@ -521,8 +528,7 @@ impl Store {
     /// A private in-memory database through the same code path, for tests.
     pub fn open_in_memory() -> Result<Self> {
         let mut conn = Connection::open_in_memory()?;
-        configure(&conn)?;
-        migrations().to_latest(&mut conn)?;
+        configure(&mut conn)?;
         Ok(Self {
             conn: Mutex::new(conn),
             path: None,
@@ -549,8 +555,8 @@ impl Store {
         if slot.is_some() {
             return Ok(());
         }
-        let conn = Connection::open(&path)?;
-        configure(&conn)?;
+        let mut conn = Connection::open(&path)?;
+        configure(&mut conn)?;
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("gleaner-checkpoint".into())
@@ -784,34 +790,51 @@ impl Store {
         self.write(|tx| {
             close_finished_batches(tx)?;
             let mut stmt = tx.prepare(&format!(
-                "SELECT {JOB_COLUMNS}, j.lease_owner, j.lease_until FROM jobs j \
+                "SELECT {JOB_COLUMNS}, j.lease_owner, j.lease_until, \
+                     coalesce(j.attempt_started_at, j.updated_at) FROM jobs j \
                  LEFT JOIN batches b ON b.id = j.batch_id WHERE j.status = 'running'"
             ))?;
             let running = stmt
                 .query_map([], |r| {
-                    Ok((job_from_row(r)?, r.get::<_, Option<String>>(24)?, r.get::<_, Option<Millis>>(25)?))
+                    Ok((
+                        job_from_row(r)?,
+                        r.get::<_, Option<String>>(24)?,
+                        r.get::<_, Option<Millis>>(25)?,
+                        r.get::<_, Millis>(26)?,
+                    ))
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             drop(stmt);
             let mut out = Vec::new();
-            for (job, owner, lease_until) in running {
+            for (job, owner, lease_until, started_at) in running {
                 let expired = lease_until.is_none_or(|t| t < now);
                 let orphaned = owner.as_deref().is_none_or(|o| !is_alive(o));
                 if !(expired || orphaned) {
                     continue;
                 }
-                let attempt_id: Option<i64> = tx
-                    .query_row(
-                        "SELECT id FROM attempts WHERE job_id = ?1 AND finished_at IS NULL ORDER BY number DESC LIMIT 1",
-                        [job.id],
-                        |r| r.get(0),
-                    )
-                    .optional()?;
+                let attempt = AttemptRef {
+                    job_id: job.id,
+                    number: job.attempts,
+                    started_at,
+                    worker: owner.as_deref(),
+                };
                 let failure = Failure::new(
                     FailureKind::Interrupted,
-                    if expired { "interrupted: the worker's lease expired" } else { "interrupted: the worker stopped" },
+                    if expired {
+                        "interrupted: the worker's lease expired"
+                    } else {
+                        "interrupted: the worker stopped"
+                    },
                 );
-                out.push(apply_failure(tx, &job, attempt_id, &failure, policy, now, 0.0)?);
+                out.push(apply_failure(
+                    tx,
+                    &job,
+                    Some(&attempt),
+                    &failure,
+                    policy,
+                    now,
+                    0.0,
+                )?);
             }
             Ok(out)
         })
@@ -856,11 +879,16 @@ impl Store {
         Ok(load_job(&conn, id)?)
     }
 
+    /// A job's attempt history, oldest first, ending with the attempt in flight if it runs.
     pub fn attempts(&self, job_id: i64) -> Result<Vec<Attempt>> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(
-            "SELECT number, started_at, finished_at, outcome, kind, http_status, error, delay_ms, worker \
-             FROM attempts WHERE job_id = ?1 ORDER BY number, id",
+            "SELECT * FROM (SELECT number, started_at, finished_at, outcome, kind, http_status, \
+                     error, delay_ms, worker, id FROM attempts WHERE job_id = ?1 \
+                 UNION ALL \
+                 SELECT attempts, coalesce(attempt_started_at, updated_at), NULL, NULL, NULL, NULL, \
+                     NULL, NULL, lease_owner, NULL FROM jobs WHERE id = ?1 AND status = 'running') \
+             ORDER BY number, id IS NULL, id",
         )?;
         let rows = stmt
             .query_map([job_id], |r| {
@@ -1073,13 +1101,16 @@ impl Store {
                 match status_of(tx, id)? {
                     None => out.push(ActionResult::NotFound { id }),
                     Some(Status::Pending | Status::Running) => {
+                        // The attempt in flight, if any, ends here.
                         tx.execute(
-                            "UPDATE jobs SET status = 'cancelled', lease_owner = NULL, lease_until = NULL, \
-                             updated_at = ?2, finished_at = ?2 WHERE id = ?1",
+                            "INSERT INTO attempts (job_id, number, started_at, finished_at, outcome, worker) \
+                             SELECT id, attempts, coalesce(attempt_started_at, updated_at), ?2, 'cancelled', \
+                                 lease_owner FROM jobs WHERE id = ?1 AND status = 'running'",
                             params![id, now],
                         )?;
                         tx.execute(
-                            "UPDATE attempts SET finished_at = ?2, outcome = 'cancelled' WHERE job_id = ?1 AND finished_at IS NULL",
+                            "UPDATE jobs SET status = 'cancelled', lease_owner = NULL, lease_until = NULL, \
+                             updated_at = ?2, finished_at = ?2, attempt_started_at = NULL WHERE id = ?1",
                             params![id, now],
                         )?;
                         out.push(ActionResult::Done { id });
@@ -1380,12 +1411,12 @@ fn is_busy(e: &rusqlite::Error) -> bool {
         if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
 }
 
-fn configure(conn: &Connection) -> rusqlite::Result<()> {
+/// Set the connection up and bring its schema up to date.
+fn configure(conn: &mut Connection) -> Result<()> {
     // WAL lets the GUI read while a worker writes; NORMAL is durable across process crashes
     // (only an OS crash can lose the last commits); 5 s covers another process's transaction.
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.busy_timeout(Duration::from_secs(5))?;
     // Measured with `cargo bench --bench queue`: the claim and completion spend their time in
     // B-tree pages. A bigger page cache and memory-mapped reads keep a 1M-job queue's hot index
@@ -1395,6 +1426,19 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "mmap_size", 256 * 1024 * 1024)?;
     conn.pragma_update(None, "wal_autocheckpoint", 4_000)?;
     conn.set_prepared_statement_cache_capacity(64);
+    // Without the planner stability guarantee SQLite re-prepares a cached statement whenever
+    // a bound value it peeked at changes (here the claim's `LIMIT ?`): 4% of a drain's time in
+    // the profile. The claim's plans are fixed by `INDEXED BY` anyway.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
+    // Foreign keys go on after the migrations: a table rebuild (SQLite's procedure for schema
+    // changes ALTER TABLE cannot make) drops the old table, which would cascade into its
+    // children. Migrations that rebuild run `PRAGMA foreign_key_check` before they commit.
+    conn.pragma_update(None, "foreign_keys", "OFF")?;
+    migrations().to_latest(conn)?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
     Ok(())
 }
 
@@ -1619,25 +1663,27 @@ fn claim_job(
     lease_until: Millis,
     now: Millis,
 ) -> Result<Claimed> {
-    let (url, attempt): (String, u32) = tx
+    // Not `UPDATE … RETURNING`: SQLite collects returned rows in a temporary B-tree, and
+    // opening and closing it cost more than reading the row back.
+    let changed = tx
         .prepare_cached(
             "UPDATE jobs SET status = 'running', lease_owner = ?2, lease_until = ?3, \
-                 attempts = attempts + 1, updated_at = ?4 \
-             WHERE id = ?1 AND status = 'pending' RETURNING url, attempts",
+                 attempts = attempts + 1, updated_at = ?4, attempt_started_at = ?4 \
+             WHERE id = ?1 AND status = 'pending'",
         )?
-        .query_row(params![job_id, req.owner, lease_until, now], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?;
-    tx.prepare_cached(
-        "INSERT INTO attempts (job_id, number, started_at, worker) VALUES (?1, ?2, ?3, ?4)",
-    )?
-    .execute(params![job_id, attempt, now, req.owner])?;
+        .execute(params![job_id, req.owner, lease_until, now])?;
+    if changed != 1 {
+        return Err(rusqlite::Error::QueryReturnedNoRows.into());
+    }
+    let (url, attempt): (String, u32) = tx
+        .prepare_cached("SELECT url, attempts FROM jobs WHERE id = ?1")?
+        .query_row([job_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(Claimed {
         job_id,
         url,
         host: host.to_string(),
-        attempt_id: tx.last_insert_rowid(),
         attempt,
+        started_at: now,
         owner: req.owner.to_string(),
         throttled: false,
     })
@@ -1666,50 +1712,41 @@ fn complete_in(
     policy: &Policy,
     now: Millis,
 ) -> Result<Option<Job>> {
-    // The row comes back from the UPDATE itself, for the log line and the window's event.
-    static DONE_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-        format!(
+    let changed = tx
+        .prepare_cached(
             "UPDATE jobs SET status = 'done', lease_owner = NULL, lease_until = NULL, \
                  final_url = ?3, http_status = ?4, title = ?5, document = ?6, content_type = ?7, \
-                 sha256 = ?8, error_class = NULL, error = NULL, updated_at = ?9, finished_at = ?9 \
-             WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 RETURNING {}",
-            JOB_COLUMNS.replace("j.", "").replace(
-                "b.name",
-                "(SELECT b.name FROM batches b WHERE b.id = jobs.batch_id)"
-            )
-        )
-    });
-    let job = tx
-        .prepare_cached(&DONE_SQL)?
-        .query_row(
-            params![
-                claimed.job_id,
-                claimed.owner,
-                success.final_url,
-                success.http_status,
-                success.title,
-                success.document,
-                success.content_type,
-                success.sha256,
-                now
-            ],
-            job_from_row,
-        )
-        .optional()?;
-    let outcome = if job.is_some() {
-        "success"
+                 sha256 = ?8, error_class = NULL, error = NULL, updated_at = ?9, finished_at = ?9, \
+                 attempt_started_at = NULL \
+             WHERE id = ?1 AND status = 'running' AND lease_owner = ?2",
+        )?
+        .execute(params![
+            claimed.job_id,
+            claimed.owner,
+            success.final_url,
+            success.http_status,
+            success.title,
+            success.document,
+            success.content_type,
+            success.sha256,
+            now
+        ])?;
+    // The committed row, for the log line and the window's event.
+    let job = if changed == 1 {
+        load_job(tx, claimed.job_id)?
     } else {
-        "success_discarded"
+        None
     };
-    tx.prepare_cached(
-        "UPDATE attempts SET finished_at = ?2, outcome = ?3, http_status = ?4 WHERE id = ?1",
-    )?
-    .execute(params![
-        claimed.attempt_id,
-        now,
-        outcome,
-        success.http_status
-    ])?;
+    let end = AttemptEnd {
+        outcome: if job.is_some() {
+            "success"
+        } else {
+            "success_discarded"
+        },
+        http_status: Some(success.http_status),
+        ..AttemptEnd::default()
+    };
+    end_attempt(tx, &AttemptRef::from(claimed), now, &end, job.is_none())?;
     // Only a throttled host keeps a success streak; the others need no write.
     if job.is_some() && claimed.throttled {
         record_host_success(tx, &claimed.host, policy.per_host)?;
@@ -1726,7 +1763,8 @@ fn offline_in(
     let changed = tx
         .prepare_cached(
             "UPDATE jobs SET status = 'pending', run_at = ?3, error_class = 'transient', error = ?4, \
-                 http_status = NULL, lease_owner = NULL, lease_until = NULL, updated_at = ?3 \
+                 http_status = NULL, lease_owner = NULL, lease_until = NULL, updated_at = ?3, \
+                 attempt_started_at = NULL \
              WHERE id = ?1 AND status = 'running' AND lease_owner = ?2",
         )?
         .execute(params![
@@ -1735,16 +1773,14 @@ fn offline_in(
             now,
             format!("{} (offline: not counted against its retries)", failure.message)
         ])?;
-    tx.prepare_cached(
-        "UPDATE attempts SET finished_at = ?2, outcome = 'offline', kind = ?3, error = ?4, delay_ms = 0 \
-         WHERE id = ?1",
-    )?
-    .execute(params![
-        claimed.attempt_id,
-        now,
-        kind_str(failure.kind),
-        failure.message
-    ])?;
+    let end = AttemptEnd {
+        outcome: "offline",
+        kind: Some(failure.kind),
+        error: Some(&failure.message),
+        delay_ms: Some(0),
+        ..AttemptEnd::default()
+    };
+    end_attempt(tx, &AttemptRef::from(claimed), now, &end, changed == 0)?;
     if changed == 0 {
         return Ok(None);
     }
@@ -1772,27 +1808,24 @@ fn fail_in(
         .query_row(params![claimed.job_id, claimed.owner], job_from_row)
         .optional()?;
     let Some(job) = job else {
-        tx.execute(
-            "UPDATE attempts SET finished_at = ?2, outcome = ?3, kind = ?4, http_status = ?5, error = ?6 \
-             WHERE id = ?1",
-            params![
-                claimed.attempt_id,
-                now,
-                failure.class().as_str(),
-                kind_str(failure.kind),
-                failure.http_status,
-                format!(
-                    "{} (result discarded: the job was cancelled or taken over)",
-                    failure.message
-                )
-            ],
-        )?;
+        let error = format!(
+            "{} (result discarded: the job was cancelled or taken over)",
+            failure.message
+        );
+        let end = AttemptEnd {
+            outcome: failure.class().as_str(),
+            kind: Some(failure.kind),
+            http_status: failure.http_status,
+            error: Some(&error),
+            delay_ms: None,
+        };
+        end_attempt(tx, &AttemptRef::from(claimed), now, &end, true)?;
         return Ok(None);
     };
     let failed = apply_failure(
         tx,
         &job,
-        Some(claimed.attempt_id),
+        Some(&AttemptRef::from(claimed)),
         failure,
         policy,
         now,
@@ -1829,6 +1862,91 @@ fn record_host_success(tx: &Transaction<'_>, host: &str, per_host: u32) -> Resul
     Ok(())
 }
 
+/// An attempt that was in flight: which job and which of its attempts, when it began, and the
+/// worker that made it.
+struct AttemptRef<'a> {
+    job_id: i64,
+    number: u32,
+    started_at: Millis,
+    worker: Option<&'a str>,
+}
+
+impl<'a> From<&'a Claimed> for AttemptRef<'a> {
+    fn from(c: &'a Claimed) -> Self {
+        Self {
+            job_id: c.job_id,
+            number: c.attempt,
+            started_at: c.started_at,
+            worker: Some(&c.owner),
+        }
+    }
+}
+
+/// How an attempt ended, for its `attempts` row.
+#[derive(Default)]
+struct AttemptEnd<'a> {
+    outcome: &'a str,
+    kind: Option<FailureKind>,
+    http_status: Option<u16>,
+    error: Option<&'a str>,
+    delay_ms: Option<i64>,
+}
+
+/// Write the row of an attempt that has ended. An attempt is written once, when it ends; while
+/// in flight it lives on the job's row. A `late` result (the job was cancelled or recovered in
+/// the meantime, which already wrote this attempt's row) replaces that row, so the history
+/// says what really became of the attempt.
+fn end_attempt(
+    tx: &Transaction<'_>,
+    at: &AttemptRef<'_>,
+    now: Millis,
+    end: &AttemptEnd<'_>,
+    late: bool,
+) -> Result<()> {
+    let kind = end.kind.map(kind_str);
+    if late {
+        let replaced = tx
+            .prepare_cached(
+                "UPDATE attempts SET finished_at = ?3, outcome = ?4, kind = ?5, http_status = ?6, \
+                     error = ?7, delay_ms = ?8 WHERE job_id = ?1 AND number = ?2",
+            )?
+            .execute(params![
+                at.job_id,
+                at.number,
+                now,
+                end.outcome,
+                kind,
+                end.http_status,
+                end.error,
+                end.delay_ms
+            ])?;
+        if replaced > 0 {
+            return Ok(());
+        }
+        // A job cancelled and then deleted has no history to add to.
+        if status_of(tx, at.job_id)?.is_none() {
+            return Ok(());
+        }
+    }
+    tx.prepare_cached(
+        "INSERT INTO attempts (job_id, number, started_at, finished_at, outcome, kind, \
+             http_status, error, delay_ms, worker) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?
+    .execute(params![
+        at.job_id,
+        at.number,
+        at.started_at,
+        now,
+        end.outcome,
+        kind,
+        end.http_status,
+        end.error,
+        end.delay_ms,
+        at.worker
+    ])?;
+    Ok(())
+}
+
 /// Successes in a row that raise a throttled host's connection limit by one.
 pub const RECOVERY_STREAK: u32 = 10;
 
@@ -1836,7 +1954,7 @@ pub const RECOVERY_STREAK: u32 = 10;
 fn apply_failure(
     tx: &Transaction<'_>,
     job: &Job,
-    attempt_id: Option<i64>,
+    attempt: Option<&AttemptRef>,
     failure: &Failure,
     policy: &Policy,
     now: Millis,
@@ -1866,7 +1984,7 @@ fn apply_failure(
              server_failures = server_failures + ?5, rate_limits = rate_limits + ?6, \
              error_class = ?7, error = ?8, http_status = ?9, lease_owner = NULL, lease_until = NULL, \
              updated_at = ?10, finished_at = ?11, max_retries = ?12, \
-             blocked_failures = blocked_failures + ?13 \
+             blocked_failures = blocked_failures + ?13, attempt_started_at = NULL \
          WHERE id = ?1")?.execute(params![
             job.id,
             status,
@@ -1886,14 +2004,19 @@ fn apply_failure(
         tx.prepare_cached(LANE_SQL)?
             .execute(params![job.batch_id, job.host])?;
     }
-    if let Some(attempt_id) = attempt_id {
-        let outcome = if failure.kind == FailureKind::Interrupted {
-            "interrupted"
-        } else {
-            failure.class().as_str()
+    if let Some(attempt) = attempt {
+        let end = AttemptEnd {
+            outcome: if failure.kind == FailureKind::Interrupted {
+                "interrupted"
+            } else {
+                failure.class().as_str()
+            },
+            kind: Some(failure.kind),
+            http_status: failure.http_status,
+            error: Some(&failure.message),
+            delay_ms,
         };
-        tx.prepare_cached("UPDATE attempts SET finished_at = ?2, outcome = ?3, kind = ?4, http_status = ?5, error = ?6, delay_ms = ?7 \
-             WHERE id = ?1")?.execute(params![attempt_id, now, outcome, kind_str(failure.kind), failure.http_status, failure.message, delay_ms])?;
+        end_attempt(tx, attempt, now, &end, false)?;
     }
     if let Decision::Retry {
         pause_host: Some(pause),
@@ -1991,7 +2114,7 @@ mod tests {
         let v: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .expect("version");
-        assert_eq!(v, 8);
+        assert_eq!(v, 9);
         let (url, notified): (String, i64) = conn
             .query_row("SELECT url, dead_notified FROM jobs", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))
@@ -2011,6 +2134,119 @@ mod tests {
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .expect("mode");
         assert_eq!(mode, "wal");
+    }
+
+    #[test]
+    fn the_jobs_rebuild_keeps_every_attempt_and_moves_the_one_in_flight_onto_its_job() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("v8.db");
+        {
+            let mut conn = Connection::open(&path).expect("open");
+            conn.pragma_update(None, "foreign_keys", "ON").expect("fk");
+            let v8: Vec<M> = [
+                include_str!("../../migrations/0001_queue.sql"),
+                include_str!("../../migrations/0002_notifications_and_host_politeness.sql"),
+                include_str!("../../migrations/0003_fair_batches.sql"),
+                include_str!("../../migrations/0004_blocked_pages.sql"),
+                include_str!("../../migrations/0005_job_browsing.sql"),
+                include_str!("../../migrations/0006_host_due.sql"),
+                include_str!("../../migrations/0007_host_lanes.sql"),
+                include_str!("../../migrations/0008_lane_indexes_only.sql"),
+            ]
+            .into_iter()
+            .map(M::up)
+            .collect();
+            Migrations::new(v8).to_latest(&mut conn).expect("v8");
+            conn.execute_batch(
+                "INSERT INTO batches (id, name, source, created_at) VALUES (1, 'b', 'cli', 1); \
+                 INSERT INTO jobs (id, url, url_key, host, batch_id, status, run_at, attempts, \
+                     max_retries, budget_started_at, created_at, updated_at, lease_owner, lease_until) \
+                 VALUES (7, 'http://a.example/', 'http://a.example/', 'a.example', 1, 'running', 1, 2, \
+                     5, 1, 1, 60, 'gone-worker', 100); \
+                 INSERT INTO attempts (job_id, number, started_at, finished_at, outcome, worker) \
+                     VALUES (7, 1, 10, 20, 'transient', 'gone-worker'); \
+                 INSERT INTO attempts (job_id, number, started_at, worker) VALUES (7, 2, 50, 'gone-worker');",
+            )
+            .expect("v8 rows");
+        }
+        let store = Store::open(&path).expect("migrate");
+        let history = store.attempts(7).expect("attempts");
+        assert_eq!(history.len(), 2, "{history:?}");
+        assert_eq!(history[0].outcome.as_deref(), Some("transient"));
+        assert_eq!(
+            (
+                history[1].number,
+                history[1].started_at,
+                history[1].finished_at
+            ),
+            (2, 50, None),
+            "the attempt in flight keeps its start"
+        );
+        // Its worker is gone: recovery writes the interrupted attempt with its real start.
+        store
+            .recover(&Policy::default(), 1_000, |_| false)
+            .expect("recover");
+        let history = store.attempts(7).expect("attempts");
+        assert_eq!(history.len(), 2, "{history:?}");
+        assert_eq!(history[1].started_at, 50);
+        assert_eq!(history[1].finished_at, Some(1_000));
+        assert_eq!(history[1].outcome.as_deref(), Some("interrupted"));
+        assert_eq!(history[1].worker.as_deref(), Some("gone-worker"));
+        let conn = store.conn().expect("conn");
+        let fk: bool = conn
+            .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
+            .expect("fk");
+        assert!(fk, "foreign keys are back on after the migrations");
+    }
+
+    #[test]
+    fn a_cancelled_attempt_is_closed_and_a_late_result_replaces_it() {
+        let s = Store::open_in_memory().expect("store");
+        let policy = Policy::default();
+        s.enqueue(None, &[job("http://a.example/1")], 5, 0)
+            .expect("enqueue");
+        let c = s
+            .claim("w", 10, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("a job");
+        let running = s.attempts(c.job_id).expect("attempts");
+        assert_eq!(running.len(), 1);
+        assert_eq!((running[0].started_at, running[0].finished_at), (10, None));
+        s.cancel(&[c.job_id], 20).expect("cancel");
+        let cancelled = s.attempts(c.job_id).expect("attempts");
+        assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+        assert_eq!(cancelled[0].outcome.as_deref(), Some("cancelled"));
+        assert_eq!(cancelled[0].worker.as_deref(), Some("w"));
+        let success = Success {
+            final_url: c.url.clone(),
+            http_status: 200,
+            title: None,
+            document: None,
+            content_type: None,
+            sha256: None,
+        };
+        let step = s
+            .step(
+                vec![(c.clone(), Finish::Success(success))],
+                &policy,
+                30,
+                None,
+            )
+            .expect("step");
+        assert!(matches!(step.settled[0].2, Settled::Discarded));
+        let late = s.attempts(c.job_id).expect("attempts");
+        assert_eq!(late.len(), 1, "one row per attempt: {late:?}");
+        assert_eq!(late[0].outcome.as_deref(), Some("success_discarded"));
+        // Deleted after it was cancelled: the late result has nothing to add to.
+        s.delete(&[c.job_id]).expect("delete");
+        let failure = Failure::new(FailureKind::Timeout, "timed out");
+        s.step(
+            vec![(c, Finish::Failure { failure, unit: 0.0 })],
+            &policy,
+            40,
+            None,
+        )
+        .expect("a late result for a deleted job does not fail the step");
     }
 
     #[test]
