@@ -687,7 +687,8 @@ impl Store {
             // A batch made in an earlier transaction may have been closed as empty by a worker
             // going idle in between; its new jobs put it back in the rotation.
             if out.iter().any(|e| matches!(e, Enqueued::Queued { .. })) {
-                tx.execute("UPDATE batches SET open = 1 WHERE id = ?1", [batch_id])?;
+                tx.prepare_cached("UPDATE batches SET open = 1 WHERE id = ?1 AND open = 0")?
+                    .execute([batch_id])?;
             }
             Ok(out)
         })
