@@ -332,9 +332,20 @@ function jobRow(job) {
 }
 
 function renderJobs() {
+  // Rows are rebuilt on every refresh; a keyboard user on a row must stay on it.
+  const active = document.activeElement;
+  const focusedId = active && active.parentElement === rows ? Number(active.dataset.id) : null;
   rows.replaceChildren(...jobs.map(jobRow));
   // With nothing selected, the first row holds the table's tab stop.
   if (rows.firstElementChild && !jobs.some((j) => j.id === selectedId)) rows.firstElementChild.tabIndex = 0;
+  if (focusedId !== null) {
+    const again = rows.querySelector(`tr[data-id="${focusedId}"]`) ?? rows.firstElementChild;
+    if (again) {
+      for (const tr of rows.children) tr.tabIndex = -1;
+      again.tabIndex = 0;
+      again.focus({ preventScroll: true });
+    }
+  }
   empty.hidden = jobs.length > 0;
   loadMore.hidden = !more || jobs.length >= PAGE_MAX;
   const shown = jobs.length.toLocaleString();

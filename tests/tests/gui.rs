@@ -620,6 +620,14 @@ fn the_keyboard_alone_reaches_a_dead_job_and_retries_it() {
         s.wait_text("details-heading", |t| t.is_empty(), "the details to close")
             .await;
         assert_eq!(focused(&s).await, "row 1", "focus returns to the row");
+        // The table is rebuilt when jobs change; the keyboard user stays on their row.
+        s.cli(&["add", &server.url("/page?title=Third")]);
+        s.wait_rows(
+            |r| all_status(r, 3, "done"),
+            "the CLI's job to show up and finish",
+        )
+        .await;
+        assert_eq!(focused(&s).await, "row 1", "a refresh keeps the focus");
         s.finish().await;
     });
 }
