@@ -153,6 +153,21 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
+/// Drain 10,000 jobs with 32 in flight: jobs per second.
+fn drain_10k(path: &std::path::Path, full: bool, workers: usize, now: i64) -> f64 {
+    let t = Instant::now();
+    let done = drain(path, full, workers, 32, 10_000, now);
+    assert_eq!(done, 10_000);
+    done as f64 / t.elapsed().as_secs_f64()
+}
+
+/// Five runs' rates, sorted (the median is the third).
+fn five_drains(run: impl FnMut() -> f64) -> Vec<f64> {
+    let mut rates: Vec<f64> = std::iter::repeat_with(run).take(5).collect();
+    rates.sort_by(f64::total_cmp);
+    rates
+}
+
 /// One configuration, in this (child) process.
 fn child(sync: &str, op: &str, workers: usize, n: usize) {
     let full = sync == "FULL";
@@ -231,15 +246,7 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
             // Five drains of 10,000 jobs each from the 1M queue, and below five from fresh
             // 10,000-job queues: the same work and the same start-up cost, so the medians
             // compare the queue's size and nothing else.
-            let mut rates: Vec<f64> = (0..5)
-                .map(|_| {
-                    let t = Instant::now();
-                    let done = drain(dir.path(), full, workers, 32, 10_000, now + 2);
-                    assert_eq!(done, 10_000);
-                    done as f64 / t.elapsed().as_secs_f64()
-                })
-                .collect();
-            rates.sort_by(f64::total_cmp);
+            let rates = five_drains(|| drain_10k(dir.path(), full, workers, now + 2));
             line_with(
                 sync,
                 "claim_1m",
@@ -268,21 +275,15 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
                 &format!(",\"claim_p50_ms\":{p50:.4},\"claim_p99_ms\":{p99:.4}"),
             );
             // The same drain on a 10,000-row queue.
-            let mut rates: Vec<f64> = (0..5)
-                .map(|_| {
-                    let small = tempfile::tempdir().expect("tempdir");
-                    let store = open(small.path(), full);
-                    store
-                        .enqueue(None, &named_jobs("small", 0, 10_000, 1000), 5, now)
-                        .expect("enqueue");
-                    drop(store);
-                    let t = Instant::now();
-                    let done = drain(small.path(), full, workers, 32, 10_000, now + 2);
-                    assert_eq!(done, 10_000);
-                    done as f64 / t.elapsed().as_secs_f64()
-                })
-                .collect();
-            rates.sort_by(f64::total_cmp);
+            let rates = five_drains(|| {
+                let small = tempfile::tempdir().expect("tempdir");
+                let store = open(small.path(), full);
+                store
+                    .enqueue(None, &named_jobs("small", 0, 10_000, 1000), 5, now)
+                    .expect("enqueue");
+                drop(store);
+                drain_10k(small.path(), full, workers, now + 2)
+            });
             line_with(
                 sync,
                 "drain_10k",

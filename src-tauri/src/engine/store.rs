@@ -529,7 +529,8 @@ impl Store {
             })?;
         }
         let mut conn = Connection::open(path)?;
-        configure(&mut conn)?;
+        configure(&conn)?;
+        migrate(&mut conn)?;
         Ok(Self {
             conn: Mutex::new(conn),
             path: Some(path.to_path_buf()),
@@ -540,7 +541,8 @@ impl Store {
     /// A private in-memory database through the same code path, for tests.
     pub fn open_in_memory() -> Result<Self> {
         let mut conn = Connection::open_in_memory()?;
-        configure(&mut conn)?;
+        configure(&conn)?;
+        migrate(&mut conn)?;
         Ok(Self {
             conn: Mutex::new(conn),
             path: None,
@@ -567,8 +569,9 @@ impl Store {
         if slot.is_some() {
             return Ok(());
         }
-        let mut conn = Connection::open(&path)?;
-        configure(&mut conn)?;
+        // Checkpoints only: the store that started it has migrated the schema.
+        let conn = Connection::open(&path)?;
+        configure(&conn)?;
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("gleaner-checkpoint".into())
@@ -1424,8 +1427,7 @@ fn is_busy(e: &rusqlite::Error) -> bool {
         if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
 }
 
-/// Set the connection up and bring its schema up to date.
-fn configure(conn: &mut Connection) -> Result<()> {
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
     // WAL lets the GUI read while a worker writes; NORMAL is durable across process crashes
     // (only an OS crash can lose the last commits); 5 s covers another process's transaction.
     conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -1449,9 +1451,14 @@ fn configure(conn: &mut Connection) -> Result<()> {
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
         true,
     )?;
-    // Foreign keys go on after the migrations: a table rebuild (SQLite's procedure for schema
-    // changes ALTER TABLE cannot make) drops the old table, which would cascade into its
-    // children. Migrations that rebuild run `PRAGMA foreign_key_check` before they commit.
+    Ok(())
+}
+
+/// Bring the schema up to date, then turn foreign keys on. They are off during the migrations:
+/// a table rebuild (SQLite's procedure for schema changes ALTER TABLE cannot make) drops the
+/// old table, which would cascade into its children. Migrations that rebuild run
+/// `PRAGMA foreign_key_check` before they commit.
+fn migrate(conn: &mut Connection) -> Result<()> {
     conn.pragma_update(None, "foreign_keys", "OFF")?;
     migrations().to_latest(conn)?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
@@ -2155,20 +2162,7 @@ mod tests {
         {
             let mut conn = Connection::open(&path).expect("open");
             conn.pragma_update(None, "foreign_keys", "ON").expect("fk");
-            let v8: Vec<M> = [
-                include_str!("../../migrations/0001_queue.sql"),
-                include_str!("../../migrations/0002_notifications_and_host_politeness.sql"),
-                include_str!("../../migrations/0003_fair_batches.sql"),
-                include_str!("../../migrations/0004_blocked_pages.sql"),
-                include_str!("../../migrations/0005_job_browsing.sql"),
-                include_str!("../../migrations/0006_host_due.sql"),
-                include_str!("../../migrations/0007_host_lanes.sql"),
-                include_str!("../../migrations/0008_lane_indexes_only.sql"),
-            ]
-            .into_iter()
-            .map(M::up)
-            .collect();
-            Migrations::new(v8).to_latest(&mut conn).expect("v8");
+            migrations().to_version(&mut conn, 8).expect("v8");
             conn.execute_batch(
                 "INSERT INTO batches (id, name, source, created_at) VALUES (1, 'b', 'cli', 1); \
                  INSERT INTO jobs (id, url, url_key, host, batch_id, status, run_at, attempts, \
