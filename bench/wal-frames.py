@@ -27,7 +27,6 @@ def enqueue(batch, rows, run_at):
     c.execute('BEGIN')
     for url,host in rows:
         c.execute("INSERT INTO jobs (url,url_key,host,batch_id,status,run_at,max_retries,budget_started_at,created_at,updated_at) VALUES (?,?,?,?, 'pending',?,5,?,?,?)",(url,url,host,batch,run_at,now,now,now))
-        c.execute("INSERT OR IGNORE INTO lanes (batch_id, host, seq) VALUES (?1, ?2, 1 + coalesce((SELECT max(seq) FROM lanes WHERE batch_id = ?1), 0))",(batch,host))
     c.execute('COMMIT')
 c.execute("INSERT INTO batches (id,name,source,created_at) VALUES (1,'head','b',?),(2,'later','b',?)",(now,now))
 enqueue(1, [(f'https://paused.example/{i}','paused.example') for i in range(N_PAUSED)], now)
@@ -42,7 +41,10 @@ for s in range(steps):
     claimed=[]
     for k in range(32):
         h=lanes[li%len(lanes)]; li+=1
-        r=c.execute("SELECT j.id, j.run_at FROM jobs j INDEXED BY jobs_lane_due WHERE j.batch_id = 1 AND j.host = ? AND j.status = 'pending' ORDER BY j.run_at LIMIT 1",(h,)).fetchone()
+        cur=c.execute("SELECT cur_run_at, cur_id FROM lanes WHERE batch_id = 1 AND host = ?",(h,)).fetchone()
+        r=c.execute("SELECT id, run_at FROM jobs INDEXED BY jobs_lane WHERE batch_id = 1 AND host = ? AND run_at = ? AND id >= ? AND status = 'pending' ORDER BY id LIMIT 1",(h,)+cur).fetchone() \
+          or c.execute("SELECT id, run_at FROM jobs INDEXED BY jobs_lane WHERE batch_id = 1 AND host = ? AND run_at > ? AND status = 'pending' ORDER BY run_at, id LIMIT 1",(h,cur[0])).fetchone()
+        c.execute("UPDATE lanes SET cur_run_at = ?3, cur_id = ?4 WHERE batch_id = ?1 AND host = ?2",(1,h,r[1],r[0]+1))
         c.execute("UPDATE jobs SET status='running', lease_owner='w', lease_until=?, attempts=attempts+1, updated_at=?, attempt_started_at=? WHERE id=? AND status='pending'",(now+600000,now,now,r[0]))
         claimed.append(r[0])
     c.execute("UPDATE batches SET served_seq = served_seq+1 WHERE id=1")

@@ -55,6 +55,7 @@ pub fn migrations() -> Migrations<'static> {
             "../../migrations/0009_attempt_written_once.sql"
         ))
         .foreign_key_check(),
+        M::up(include_str!("../../migrations/0010_lane_cursor.sql")),
     ])
 }
 
@@ -420,12 +421,28 @@ const CLAIM_BATCHES: &str = "SELECT b.id, b.lane_after_seq, b.lane_after_host \
            WHERE j.batch_id = b.id AND j.status = 'pending' AND j.run_at <= ?1) \
      ORDER BY b.served_seq, b.id";
 /// The next lanes of a batch in cycle order after a keyset position and up to a bound.
-const CLAIM_LANES: &str = "SELECT l.seq, l.host FROM lanes l INDEXED BY lanes_rotation \
+const CLAIM_LANES: &str = "SELECT l.seq, l.host, l.cur_run_at, l.cur_id FROM lanes l INDEXED BY lanes_rotation \
      WHERE l.batch_id = ?1 AND (l.seq, l.host) > (?2, ?3) AND (l.seq, l.host) <= (?5, ?6) \
      ORDER BY l.seq, l.host LIMIT ?4";
-/// A lane's head: its earliest pending job and when that job is due.
-const LANE_HEAD: &str = "SELECT j.id, j.run_at FROM jobs j INDEXED BY jobs_lane_due \
-     WHERE j.batch_id = ?1 AND j.host = ?2 AND j.status = 'pending' ORDER BY j.run_at LIMIT 1";
+/// A lane's head, its earliest pending job, is looked for from the lane's cursor (cur_run_at,
+/// cur_id), before which none of the lane's jobs is pending (migration 0010). In two seeks:
+/// SQLite cannot seek an index to a (column, rowid) pair, and the jobs of one paste share one
+/// due time, so a single range on `run_at` would walk every finished job of the lane.
+///
+/// First at the cursor's due time, from its job on.
+const LANE_HEAD_AT: &str = "SELECT id, run_at FROM jobs INDEXED BY jobs_lane \
+     WHERE batch_id = ?1 AND host = ?2 AND run_at = ?3 AND id >= ?4 AND status = 'pending' \
+     ORDER BY id LIMIT 1";
+/// Then after the cursor's due time.
+const LANE_HEAD_AFTER: &str = "SELECT id, run_at FROM jobs INDEXED BY jobs_lane \
+     WHERE batch_id = ?1 AND host = ?2 AND run_at > ?3 AND status = 'pending' \
+     ORDER BY run_at, id LIMIT 1";
+/// A lane's cursor.
+const LANE_CURSOR: &str = "SELECT cur_run_at, cur_id FROM lanes WHERE batch_id = ?1 AND host = ?2";
+/// Move a lane's cursor past the job just claimed from it. A job of the lane that becomes
+/// pending again before the cursor moves it back (the triggers of migration 0010).
+const LANE_ADVANCE: &str =
+    "UPDATE lanes SET cur_run_at = ?3, cur_id = ?4 WHERE batch_id = ?1 AND host = ?2";
 /// A host's pause and own limit, and how many of its jobs run now (in every process).
 const CLAIM_HOST: &str = "SELECT \
          (SELECT manual_pause != 0 OR coalesce(paused_until > ?2, 0) FROM hosts WHERE host = ?1), \
@@ -452,11 +469,6 @@ const SERVED_SQL: &str = "UPDATE batches SET served_seq = 1 + coalesce( \
          (SELECT max(served_seq) FROM batches INDEXED BY batches_rotation WHERE open = 1), 0), \
          lane_after_seq = ?2, lane_after_host = ?3 \
      WHERE id = ?1";
-
-/// Make sure a pending job's lane exists: the claim only finds jobs through their lanes.
-/// A new lane joins the end of its batch's cycle, so hosts are served in arrival order.
-const LANE_SQL: &str = "INSERT OR IGNORE INTO lanes (batch_id, host, seq) VALUES (?1, ?2, \
-     1 + coalesce((SELECT max(seq) FROM lanes INDEXED BY lanes_rotation WHERE batch_id = ?1), 0))";
 
 const JOB_COLUMNS: &str = "j.id, j.url, j.final_url, j.host, j.status, j.attempts, j.max_retries, \
      j.run_at, j.error_class, j.error, j.http_status, j.title, j.document, j.content_type, \
@@ -671,7 +683,6 @@ impl Store {
                  budget_started_at, created_at, updated_at) \
                  VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?5, ?5, ?5)",
             )?;
-            let mut lane = tx.prepare_cached(LANE_SQL)?;
             let mut out = Vec::with_capacity(jobs.len());
             for job in jobs {
                 let existing = find
@@ -695,8 +706,8 @@ impl Store {
                     now,
                     max_retries
                 ])?;
+                // Its lane, if new, is made by a trigger (migration 0010).
                 let id = tx.last_insert_rowid();
-                lane.execute(params![batch_id, job.host])?;
                 out.push(Enqueued::Queued {
                     id,
                     url: job.url.clone(),
@@ -1054,20 +1065,24 @@ impl Store {
                         // "Fetch now": due at once, first in its lane, its lane first in its
                         // batch and its batch first in the rotation, so it is ahead of every
                         // other due job.
-                        tx.execute(
-                            "UPDATE jobs SET run_at = min(?2, coalesce((SELECT min(o.run_at) \
-                                 FROM jobs o INDEXED BY jobs_lane_due WHERE o.batch_id = jobs.batch_id \
-                                     AND o.host = jobs.host AND o.status = 'pending'), ?2) - 1), \
-                                 updated_at = ?2 WHERE id = ?1",
-                            params![id, now],
-                        )?;
                         let (batch_id, host): (i64, String) = tx.query_row(
                             "SELECT batch_id, host FROM jobs WHERE id = ?1",
                             [id],
                             |r| Ok((r.get(0)?, r.get(1)?)),
                         )?;
-                        tx.prepare_cached(LANE_SQL)?
-                            .execute(params![batch_id, host])?;
+                        let cursor: Option<(Millis, i64)> = tx
+                            .prepare_cached(LANE_CURSOR)?
+                            .query_row(params![batch_id, host], |r| Ok((r.get(0)?, r.get(1)?)))
+                            .optional()?;
+                        let head = match cursor {
+                            Some(cursor) => lane_head(tx, batch_id, &host, cursor)?,
+                            None => None,
+                        };
+                        let run_at = now.min(head.map_or(now, |(_, at)| at) - 1);
+                        tx.execute(
+                            "UPDATE jobs SET run_at = ?2, updated_at = ?3 WHERE id = ?1",
+                            params![id, run_at, now],
+                        )?;
                         // The batch's cursor goes to just before the job's lane.
                         tx.execute(
                             "UPDATE batches SET open = 1, served_seq = coalesce((SELECT min(served_seq) \
@@ -1248,7 +1263,7 @@ impl Store {
         self.write(|tx| {
             // Jobs that were moved to the end of a rate-limit pause are due again at once.
             tx.execute(
-                "UPDATE jobs INDEXED BY jobs_lane_due SET run_at = ?2 \
+                "UPDATE jobs INDEXED BY jobs_lane SET run_at = ?2 \
                  WHERE batch_id IN (SELECT batch_id FROM lanes INDEXED BY lanes_host WHERE host = ?1) \
                    AND host = ?1 AND status = 'pending' \
                    AND run_at = (SELECT paused_until FROM hosts WHERE host = ?1 AND paused_until > ?2)",
@@ -1492,17 +1507,38 @@ fn revive(tx: &Transaction<'_>, id: i64, max_retries: u32, now: Millis) -> Resul
         "UPDATE batches SET open = 1 WHERE id = (SELECT batch_id FROM jobs WHERE id = ?1)",
         [id],
     )?;
-    let (batch_id, host): (i64, String) =
-        tx.query_row("SELECT batch_id, host FROM jobs WHERE id = ?1", [id], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?;
-    tx.prepare_cached(LANE_SQL)?
-        .execute(params![batch_id, host])?;
     Ok(())
 }
 
 /// A lane, and a keyset position in a batch's cycle of lanes: (seq, host).
 type LanePos = (i64, String);
+
+/// A lane read by the walk: its place in the cycle and its cursor (cur_run_at, cur_id).
+struct Lane {
+    pos: LanePos,
+    cursor: (Millis, i64),
+}
+
+/// The head of a lane (its earliest pending job: id and due time), read from its cursor.
+fn lane_head(
+    tx: &Transaction<'_>,
+    batch_id: i64,
+    host: &str,
+    (at, id): (Millis, i64),
+) -> Result<Option<(i64, Millis)>> {
+    let row = |r: &Row<'_>| Ok((r.get(0)?, r.get(1)?));
+    if let Some(head) = tx
+        .prepare_cached(LANE_HEAD_AT)?
+        .query_row(params![batch_id, host, at, id], row)
+        .optional()?
+    {
+        return Ok(Some(head));
+    }
+    Ok(tx
+        .prepare_cached(LANE_HEAD_AFTER)?
+        .query_row(params![batch_id, host, at], row)
+        .optional()?)
+}
 
 /// Where the claim is in one batch's cycle of lanes. A pass starts just after the lane the
 /// batch served last, runs to the end of the cycle, then wraps around to that lane.
@@ -1511,7 +1547,7 @@ struct LaneCursor {
     /// Where the current pass started (and so where it ends).
     start: LanePos,
     /// Lanes fetched and not yet looked at.
-    queue: std::collections::VecDeque<LanePos>,
+    queue: std::collections::VecDeque<Lane>,
     /// Keyset position of the last lane fetched.
     after: LanePos,
     /// false: from `start` to the end of the cycle; true: from the beginning to `start`.
@@ -1545,7 +1581,7 @@ impl LaneCursor {
 
     /// The next lane in the cycle. A lane gives one job per pass, so hosts take turns; when a
     /// pass that claimed something ends, the next one starts after the last lane served.
-    fn next(&mut self, tx: &Transaction<'_>, chunk: usize) -> Result<Option<LanePos>> {
+    fn next(&mut self, tx: &Transaction<'_>, chunk: usize) -> Result<Option<Lane>> {
         const BEGIN: (i64, &str) = (i64::MIN, "");
         loop {
             if let Some(lane) = self.queue.pop_front() {
@@ -1585,13 +1621,18 @@ impl LaneCursor {
                         upper.0,
                         upper.1
                     ],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
+                    |r| {
+                        Ok(Lane {
+                            pos: (r.get(0)?, r.get(1)?),
+                            cursor: (r.get(2)?, r.get(3)?),
+                        })
+                    },
                 )?
-                .collect::<rusqlite::Result<Vec<LanePos>>>()?;
+                .collect::<rusqlite::Result<Vec<Lane>>>()?;
             self.fetches += 1;
             self.at_end = rows.len() < chunk;
             if let Some(last) = rows.last() {
-                self.after = (last.0, last.1.clone());
+                self.after = last.pos.clone();
             }
             self.queue.extend(rows);
         }
@@ -1629,17 +1670,16 @@ fn claim_many(tx: &Transaction<'_>, req: &ClaimRequest<'_>, now: Millis) -> Resu
             // Lanes are read a few more than the jobs still wanted: a single claim reads two
             // lanes, not a page of them, and a walk past many skipped lanes reads more at a time.
             let chunk = (req.max - out.len() + 1) << cursor.fetches.min(6);
-            while let Some((seq, host)) = cursor.next(tx, chunk)? {
+            while let Some(Lane {
+                pos: (seq, host),
+                cursor: lane_cursor,
+            }) = cursor.next(tx, chunk)?
+            {
                 // A host already found paused or full in this step costs no index seek.
                 if slots.get(&host).is_some_and(|slot| slot.0 == 0) {
                     continue;
                 }
-                let head: Option<(i64, Millis)> = tx
-                    .prepare_cached(LANE_HEAD)?
-                    .query_row(params![cursor.batch_id, host], |r| {
-                        Ok((r.get(0)?, r.get(1)?))
-                    })
-                    .optional()?;
+                let head = lane_head(tx, cursor.batch_id, &host, lane_cursor)?;
                 let Some((job_id, run_at)) = head else {
                     empty_lanes.push((cursor.batch_id, host));
                     continue;
@@ -1660,6 +1700,12 @@ fn claim_many(tx: &Transaction<'_>, req: &ClaimRequest<'_>, now: Millis) -> Resu
                 slot.0 -= 1;
                 let throttled = slot.1;
                 let mut claimed = claim_job(tx, job_id, &host, req, lease_until, now)?;
+                tx.prepare_cached(LANE_ADVANCE)?.execute(params![
+                    cursor.batch_id,
+                    host,
+                    run_at,
+                    job_id + 1
+                ])?;
                 claimed.throttled = throttled;
                 out.push(claimed);
                 cursor.claimed_this_pass += 1;
@@ -1681,7 +1727,9 @@ fn claim_many(tx: &Transaction<'_>, req: &ClaimRequest<'_>, now: Millis) -> Resu
     if !empty_lanes.is_empty() {
         let mut delete = tx.prepare_cached(
             "DELETE FROM lanes WHERE batch_id = ?1 AND host = ?2 AND NOT EXISTS (SELECT 1 FROM jobs \
-                 INDEXED BY jobs_lane_due WHERE batch_id = ?1 AND host = ?2 AND status = 'pending')",
+                 INDEXED BY jobs_lane WHERE batch_id = ?1 AND host = ?2 \
+                     AND run_at >= lanes.cur_run_at AND (run_at > lanes.cur_run_at OR id >= lanes.cur_id) \
+                     AND status = 'pending')",
         )?;
         for (batch_id, host) in &empty_lanes {
             delete.execute(params![batch_id, host])?;
@@ -1808,10 +1856,6 @@ fn offline_in(
         return Ok(None);
     }
     let job = load_job(tx, claimed.job_id)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
-    if let Some(batch_id) = job.batch_id {
-        tx.prepare_cached(LANE_SQL)?
-            .execute(params![batch_id, job.host])?;
-    }
     Ok(Some(job))
 }
 
@@ -2019,10 +2063,6 @@ fn apply_failure(
             policy.max_retries,
             blocked
         ])?;
-    if status == "pending" {
-        tx.prepare_cached(LANE_SQL)?
-            .execute(params![job.batch_id, job.host])?;
-    }
     if let Some(attempt) = attempt {
         let end = AttemptEnd {
             outcome: if failure.kind == FailureKind::Interrupted {
@@ -2054,9 +2094,13 @@ fn apply_failure(
         // so: the claim's scan over due jobs then never walks a paused host's backlog (100,000
         // rows at the head of a batch would otherwise be checked and skipped on every claim),
         // and the window shows when they will really run.
-        tx.prepare_cached("UPDATE jobs INDEXED BY jobs_lane_due SET run_at = (SELECT paused_until FROM hosts WHERE host = ?1) \
-             WHERE batch_id IN (SELECT batch_id FROM lanes INDEXED BY lanes_host WHERE host = ?1) \
-               AND host = ?1 AND status = 'pending' AND run_at < (SELECT paused_until FROM hosts WHERE host = ?1)")?.execute([&job.host])?;
+        // Each lane is read from its cursor, so the host's finished jobs are not walked.
+        tx.prepare_cached("UPDATE jobs SET run_at = (SELECT paused_until FROM hosts WHERE host = ?1) \
+             WHERE id IN (SELECT j.id FROM lanes l INDEXED BY lanes_host CROSS JOIN jobs j INDEXED BY jobs_lane \
+                 WHERE l.host = ?1 AND j.batch_id = l.batch_id AND j.host = ?1 \
+                   AND j.run_at >= l.cur_run_at AND (j.run_at > l.cur_run_at OR j.id >= l.cur_id) \
+                   AND j.status = 'pending' \
+                   AND j.run_at < (SELECT paused_until FROM hosts WHERE host = ?1))")?.execute([&job.host])?;
     }
     let job = load_job(tx, job.id)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
     Ok(Failed {
@@ -2133,7 +2177,7 @@ mod tests {
         let v: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .expect("version");
-        assert_eq!(v, 9);
+        assert_eq!(v, 10);
         let (url, notified): (String, i64) = conn
             .query_row("SELECT url, dead_notified FROM jobs", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))
@@ -2783,6 +2827,136 @@ mod tests {
         assert_eq!(again.job_id, c.job_id);
     }
 
+    /// Pending jobs that no lane's cursor can reach: must always be none.
+    fn jobs_hidden_from_their_lanes(s: &Store) -> Vec<i64> {
+        let conn = s.conn().expect("conn");
+        conn.prepare(
+            "SELECT j.id FROM jobs j WHERE j.status = 'pending' AND NOT EXISTS (SELECT 1 FROM lanes l \
+                 WHERE l.batch_id = j.batch_id AND l.host = j.host \
+                   AND (l.cur_run_at < j.run_at OR (l.cur_run_at = j.run_at AND l.cur_id <= j.id)))",
+        )
+        .expect("prepare")
+        .query_map([], |r| r.get(0))
+        .expect("query")
+        .collect::<rusqlite::Result<_>>()
+        .expect("rows")
+    }
+
+    #[test]
+    fn every_way_back_to_pending_leaves_the_job_reachable_from_its_lanes_cursor() {
+        // The claim reads each lane from a cursor it moves past the jobs it takes (migration
+        // 0010). Every path that makes a job pending again must leave it reachable: retries,
+        // rate-limit moves, "fetch now", revival by hand, crash recovery. A scripted mix of
+        // them, checked after every step, then a drain that must finish every job.
+        let s = Store::open_in_memory().expect("store");
+        let policy = Policy {
+            jitter: 0.0,
+            max_retries: 3,
+            ..Policy::default()
+        };
+        let lease = Duration::from_secs(60);
+        let ok = Success {
+            http_status: 200,
+            ..Success::default()
+        };
+        let hosts = ["a.example", "b.example", "c.example"];
+        for batch in 0..3 {
+            let jobs: Vec<_> = (0..12)
+                .map(|i| job(&format!("http://{}/{batch}/{i}", hosts[i % 3])))
+                .collect();
+            s.enqueue(None, &jobs, 3, 0).expect("enqueue");
+        }
+        let mut seed: u64 = 0x5eed;
+        let mut roll = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        let mut now: Millis = 1_000;
+        for step in 0..400 {
+            now += 1 + roll(3_000) as Millis;
+            let Some(c) = s.claim("w", now, lease, 2).expect("claim") else {
+                continue;
+            };
+            match roll(7) {
+                0 | 1 => {
+                    s.complete(&c, &ok, &policy, now).expect("complete");
+                }
+                2 => {
+                    s.fail(
+                        &c,
+                        &Failure::new(FailureKind::Timeout, "timed out"),
+                        &policy,
+                        now,
+                        0.0,
+                    )
+                    .expect("fail");
+                }
+                3 => {
+                    let mut f = Failure::new(FailureKind::RateLimited, "429 Too Many Requests");
+                    f.retry_after = Some(Duration::from_secs(2));
+                    s.fail(&c, &f, &policy, now, 0.0).expect("fail");
+                }
+                4 => {
+                    let mut gone = Failure::new(FailureKind::ClientError, "404 Not Found");
+                    gone.http_status = Some(404);
+                    s.fail(&c, &gone, &policy, now, 0.0).expect("fail");
+                    // Revived by hand, now or later.
+                    if roll(2) == 0 {
+                        s.retry(&[c.job_id], 3, now).expect("revive");
+                    }
+                }
+                5 => {
+                    // The worker dies with the job in flight; a new one recovers it.
+                    s.recover(&policy, now + 61_000, |_| false)
+                        .expect("recover");
+                }
+                _ => {
+                    // Left in flight while another pending job is fetched now.
+                    let pending = s
+                        .list_jobs(&JobFilter {
+                            status: Some(Status::Pending),
+                            ..JobFilter::default()
+                        })
+                        .expect("list");
+                    if let Some(p) = pending.get(roll(pending.len().max(1) as u64) as usize) {
+                        s.retry(&[p.id], 3, now).expect("fetch now");
+                    }
+                    s.complete(&c, &ok, &policy, now).expect("complete");
+                }
+            }
+            let hidden = jobs_hidden_from_their_lanes(&s);
+            assert!(
+                hidden.is_empty(),
+                "step {step}: pending jobs {hidden:?} sit before their lane's cursor"
+            );
+        }
+        // Every job left is reachable: a long drain finishes them all.
+        s.recover(&policy, now + 61_000, |_| false)
+            .expect("recover");
+        let dead: Vec<i64> = s
+            .list_jobs(&JobFilter {
+                status: Some(Status::Dead),
+                ..JobFilter::default()
+            })
+            .expect("list")
+            .iter()
+            .map(|j| j.id)
+            .collect();
+        s.retry(&dead, 3, now).expect("revive the dead");
+        let later = now + 86_400_000;
+        while let Some(c) = s.claim("w", later, lease, 99).expect("claim") {
+            s.complete(&c, &ok, &policy, later).expect("complete");
+        }
+        let stats = s.stats(later).expect("stats");
+        assert_eq!(
+            (stats.pending, stats.running, stats.done),
+            (0, 0, 36),
+            "{stats:?}"
+        );
+    }
+
     #[test]
     fn resuming_a_rate_limited_host_makes_its_waiting_jobs_due_at_once() {
         let s = Store::open_in_memory().expect("store");
@@ -2956,7 +3130,10 @@ mod tests {
             CLAIM_JOB_SQL,
             COMPLETE_SQL,
             END_ATTEMPT_SQL,
-            LANE_HEAD,
+            LANE_HEAD_AT,
+            LANE_HEAD_AFTER,
+            LANE_CURSOR,
+            LANE_ADVANCE,
             CLAIM_LANES,
             CLAIM_HOST,
             CLAIM_BATCHES,
@@ -3010,9 +3187,15 @@ mod tests {
                 &["lanes_rotation"][..],
             ),
             (
-                LANE_HEAD,
-                vec![&1 as &dyn rusqlite::ToSql, &"h"],
-                &["jobs_lane_due"][..],
+                // The seek reaches the cursor's job: no walk over the lane's finished jobs.
+                LANE_HEAD_AT,
+                vec![&1 as &dyn rusqlite::ToSql, &"h", &5, &7],
+                &["jobs_lane (batch_id=? AND host=? AND run_at=? AND rowid>?)"][..],
+            ),
+            (
+                LANE_HEAD_AFTER,
+                vec![&1 as &dyn rusqlite::ToSql, &"h", &5],
+                &["jobs_lane (batch_id=? AND host=? AND run_at>?)"][..],
             ),
             (
                 CLAIM_HOST,
