@@ -8,8 +8,9 @@
 //!
 //! `claim_1m` builds the 1M-job queue of issue 5 (500,000 due, 500,000 backed off, a paused
 //! host holding 100,000 at the head of the oldest batch), times 20,000 single claims, then
-//! drains 10,000 jobs five times (median); `drain_10k` is the same drain on five fresh
-//! 10,000-row queues, for the ratio.
+//! drains 10,000 jobs seven times (median), each drain followed by the same drain of a fresh
+//! 10,000-row queue (`drain_10k`), for the ratio. Each drain also reports its workers' CPU
+//! time per job and their wait for a CPU, so the machine's other tenants show.
 //!
 //! Run: `cargo bench -p gleaner-tests --bench queue` (GLEANER_BENCH_N changes N,
 //! GLEANER_BENCH_ROUNDS the repetitions, GLEANER_BENCH_SYNC=NORMAL or FULL picks one level,
@@ -59,8 +60,17 @@ fn line_with(sync: &str, op: &str, workers: usize, n: usize, secs: f64, extra: &
     );
 }
 
+/// What a drain did: the jobs done, and its workers' time on a CPU and waiting for one (ns,
+/// summed over the worker threads; the background checkpointers are not counted).
+#[derive(Default)]
+struct Drained {
+    done: usize,
+    cpu_ns: u64,
+    wait_ns: u64,
+}
+
 /// `workers` threads, each with its own connection, drain until `limit` jobs are done or
-/// nothing is claimable, `inflight` jobs at a time each. Returns the jobs done.
+/// nothing is claimable, `inflight` jobs at a time each.
 fn drain(
     path: &std::path::Path,
     full: bool,
@@ -68,7 +78,7 @@ fn drain(
     inflight: usize,
     limit: usize,
     now: i64,
-) -> usize {
+) -> Drained {
     let policy = Arc::new(Policy::default());
     let left = Arc::new(std::sync::atomic::AtomicIsize::new(limit as isize));
     let handles: Vec<_> = (0..workers)
@@ -76,6 +86,7 @@ fn drain(
             let path = path.to_path_buf();
             let (policy, left) = (policy.clone(), left.clone());
             std::thread::spawn(move || {
+                let sched_at_start = gleaner_tests::thread_cpu_and_wait_ns();
                 let store = open(&path, full);
                 // As Worker::new does.
                 store.checkpoint_in_background().expect("checkpointer");
@@ -111,11 +122,27 @@ fn drain(
                     left.fetch_add((inflight - step.claimed.len()) as isize, Ordering::Relaxed);
                     finished = gleaner_tests::succeed_all(step.claimed);
                 }
-                done
+                let (cpu_ns, wait_ns) =
+                    match (sched_at_start, gleaner_tests::thread_cpu_and_wait_ns()) {
+                        (Some((c0, w0)), Some((c1, w1))) => (c1 - c0, w1 - w0),
+                        _ => (0, 0),
+                    };
+                Drained {
+                    done,
+                    cpu_ns,
+                    wait_ns,
+                }
             })
         })
         .collect();
-    handles.into_iter().map(|h| h.join().expect("worker")).sum()
+    handles
+        .into_iter()
+        .map(|h| h.join().expect("worker"))
+        .fold(Drained::default(), |a, b| Drained {
+            done: a.done + b.done,
+            cpu_ns: a.cpu_ns + b.cpu_ns,
+            wait_ns: a.wait_ns + b.wait_ns,
+        })
 }
 
 fn inflight() -> Vec<usize> {
@@ -153,19 +180,32 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-/// Drain 10,000 jobs with 32 in flight: jobs per second.
-fn drain_10k(path: &std::path::Path, full: bool, workers: usize, now: i64) -> f64 {
-    let t = Instant::now();
-    let done = drain(path, full, workers, 32, 10_000, now);
-    assert_eq!(done, 10_000);
-    done as f64 / t.elapsed().as_secs_f64()
+/// One drain of 10,000 jobs with 32 in flight: jobs per second, and the workers' CPU time and
+/// wait for a CPU per job, in µs.
+#[derive(Clone, Copy)]
+struct DrainRate {
+    per_sec: f64,
+    cpu_us: f64,
+    wait_us: f64,
 }
 
-/// Five runs' rates, sorted (the median is the third).
-fn five_drains(run: impl FnMut() -> f64) -> Vec<f64> {
-    let mut rates: Vec<f64> = std::iter::repeat_with(run).take(5).collect();
-    rates.sort_by(f64::total_cmp);
-    rates
+fn drain_10k(path: &std::path::Path, full: bool, workers: usize, now: i64) -> DrainRate {
+    let t = Instant::now();
+    let d = drain(path, full, workers, 32, 10_000, now);
+    assert_eq!(d.done, 10_000);
+    DrainRate {
+        per_sec: d.done as f64 / t.elapsed().as_secs_f64(),
+        cpu_us: d.cpu_ns as f64 / 1000.0 / d.done as f64,
+        wait_us: d.wait_ns as f64 / 1000.0 / d.done as f64,
+    }
+}
+
+/// How many drains of each queue `claim_1m` times, alternating between the two.
+const PAIRED_DRAINS: usize = 7;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 /// One configuration, in this (child) process.
@@ -204,7 +244,7 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
                         .expect("enqueue");
                 }
                 let t = Instant::now();
-                let done = drain(dir.path(), full, workers, k, n, 2);
+                let done = drain(dir.path(), full, workers, k, n, 2).done;
                 let secs = t.elapsed().as_secs_f64();
                 assert_eq!(done, n, "every job ran exactly once");
                 line_with(sync, op, workers, n, secs, &format!(",\"inflight\":{k}"));
@@ -243,20 +283,6 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
             eprintln!("built the 1M queue in {:.1} s", t.elapsed().as_secs_f64());
             let (p50, p99, _) = time_claims(&store, 20_000, now + 1);
             drop(store);
-            // Five drains of 10,000 jobs each from the 1M queue, and below five from fresh
-            // 10,000-job queues: the same work and the same start-up cost, so the medians
-            // compare the queue's size and nothing else.
-            let rates = five_drains(|| drain_10k(dir.path(), full, workers, now + 2));
-            line_with(
-                sync,
-                "claim_1m",
-                workers,
-                10_000,
-                10_000.0 / rates[2],
-                &format!(
-                    ",\"claim_p50_ms\":{p50:.4},\"claim_p99_ms\":{p99:.4},\"inflight\":32,\"drain_rates\":{rates:.0?}"
-                ),
-            );
             // The same single claims on a 10,000-row queue, for comparison.
             let small = tempfile::tempdir().expect("tempdir");
             let store = open(small.path(), full);
@@ -264,33 +290,77 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
                 .enqueue(None, &named_jobs("lat", 0, 10_000, 1000), 5, now)
                 .expect("enqueue");
             store.checkpoint_in_background().expect("checkpointer");
-            let (p50, p99, total) = time_claims(&store, 5_000, now + 1);
+            let (p50_small, p99_small, total_small) = time_claims(&store, 5_000, now + 1);
             drop(store);
+            // Drains of 10,000 jobs from the 1M queue, each followed by the same drain of a
+            // fresh 10,000-job queue: the same work and the same start-up cost, and
+            // alternating puts both under the same load from the machine's other tenants, so
+            // the ratio compares the queue's size and nothing else.
+            let mut big = Vec::new();
+            let mut small = Vec::new();
+            for round in 0..PAIRED_DRAINS {
+                big.push(drain_10k(dir.path(), full, workers, now + 2));
+                let fresh = tempfile::tempdir().expect("tempdir");
+                let store = open(fresh.path(), full);
+                store
+                    .enqueue(
+                        None,
+                        &named_jobs(&format!("small{round}"), 0, 10_000, 1000),
+                        5,
+                        now,
+                    )
+                    .expect("enqueue");
+                drop(store);
+                small.push(drain_10k(fresh.path(), full, workers, now + 2));
+            }
+            let summary = |runs: &[DrainRate]| {
+                let rates = median(runs.iter().map(|r| r.per_sec).collect());
+                let cpu = median(runs.iter().map(|r| r.cpu_us).collect());
+                let wait = median(runs.iter().map(|r| r.wait_us).collect());
+                let all: Vec<f64> = runs.iter().map(|r| r.per_sec).collect();
+                (
+                    rates,
+                    format!(
+                        ",\"inflight\":32,\"drain_rates\":{all:.0?},\"cpu_us_per_job\":{cpu:.1},\"cpu_wait_us_per_job\":{wait:.1}"
+                    ),
+                )
+            };
+            let (big_rate, big_fields) = summary(&big);
+            let (small_rate, small_fields) = summary(&small);
+            let pair_ratios: Vec<f64> = big
+                .iter()
+                .zip(&small)
+                .map(|(b, s)| b.per_sec / s.per_sec)
+                .collect();
+            let cpu_ratio = median(small.iter().map(|r| r.cpu_us).collect())
+                / median(big.iter().map(|r| r.cpu_us).collect());
+            line_with(
+                sync,
+                "claim_1m",
+                workers,
+                10_000,
+                10_000.0 / big_rate,
+                &format!(",\"claim_p50_ms\":{p50:.4},\"claim_p99_ms\":{p99:.4}{big_fields}"),
+            );
             line_with(
                 sync,
                 "claim_10k",
                 1,
                 5_000,
-                total,
-                &format!(",\"claim_p50_ms\":{p50:.4},\"claim_p99_ms\":{p99:.4}"),
+                total_small,
+                &format!(",\"claim_p50_ms\":{p50_small:.4},\"claim_p99_ms\":{p99_small:.4}"),
             );
-            // The same drain on a 10,000-row queue.
-            let rates = five_drains(|| {
-                let small = tempfile::tempdir().expect("tempdir");
-                let store = open(small.path(), full);
-                store
-                    .enqueue(None, &named_jobs("small", 0, 10_000, 1000), 5, now)
-                    .expect("enqueue");
-                drop(store);
-                drain_10k(small.path(), full, workers, now + 2)
-            });
             line_with(
                 sync,
                 "drain_10k",
                 workers,
                 10_000,
-                10_000.0 / rates[2],
-                &format!(",\"inflight\":32,\"drain_rates\":{rates:.0?}"),
+                10_000.0 / small_rate,
+                &format!(
+                    "{small_fields},\"ratio_1m_10k\":{:.3},\"pair_ratios\":{pair_ratios:.2?},\"median_pair_ratio\":{:.3},\"cpu_ratio_1m_10k\":{cpu_ratio:.3}",
+                    big_rate / small_rate,
+                    median(pair_ratios.clone()),
+                ),
             );
         }
         other => panic!("unknown op {other}"),

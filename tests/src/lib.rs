@@ -86,6 +86,16 @@ impl Sandbox {
     }
 }
 
+/// The calling thread's time on a CPU and time runnable but waiting for one, in ns, from
+/// /proc/thread-self/schedstat. On a shared machine the second is the other tenants' share,
+/// which a wall-clock rate cannot tell apart from the code's own cost. None where /proc
+/// cannot tell.
+pub fn thread_cpu_and_wait_ns() -> Option<(u64, u64)> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let mut fields = s.split_whitespace().map(|f| f.parse::<u64>().ok());
+    Some((fields.next()??, fields.next()??))
+}
+
 /// This process's peak resident memory so far (VmHWM), in KiB; 0 where /proc cannot tell.
 pub fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
