@@ -56,6 +56,9 @@ pub fn migrations() -> Migrations<'static> {
         ))
         .foreign_key_check(),
         M::up(include_str!("../../migrations/0010_lane_cursor.sql")),
+        M::up(include_str!(
+            "../../migrations/0011_pending_trigger_on_run_at.sql"
+        )),
     ])
 }
 
@@ -2181,7 +2184,7 @@ mod tests {
         let v: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .expect("version");
-        assert_eq!(v, 10);
+        assert_eq!(v, 11);
         let (url, notified): (String, i64) = conn
             .query_row("SELECT url, dead_notified FROM jobs", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))
@@ -2844,6 +2847,44 @@ mod tests {
         .expect("query")
         .collect::<rusqlite::Result<_>>()
         .expect("rows")
+    }
+
+    /// The lane trigger fires on `UPDATE OF run_at` (migration 0011), not on `status`, so a
+    /// statement that made a job pending without setting `run_at` would leave the job's lane
+    /// cursor past it and the job unreachable. Every such statement is in this file.
+    #[test]
+    fn every_update_that_can_make_a_job_pending_sets_its_due_time() {
+        let engine = [
+            ("store.rs", include_str!("store.rs")),
+            ("worker.rs", include_str!("worker.rs")),
+            ("policy.rs", include_str!("policy.rs")),
+            ("intake.rs", include_str!("intake.rs")),
+            ("library.rs", include_str!("library.rs")),
+            ("export.rs", include_str!("export.rs")),
+        ];
+        let mut checked = 0;
+        for (file, source) in engine {
+            for (at, _) in source.match_indices("UPDATE jobs") {
+                let statement = &source[at..];
+                let set = &statement[..statement.find("WHERE").unwrap_or(statement.len())];
+                // `status = 'pending'` or `status = ?N` as an assignment (not `http_status`).
+                let sets_pending = set.match_indices("status = ").any(|(i, _)| {
+                    let before = set[..i].trim_end();
+                    let value = &set[i + "status = ".len()..];
+                    (before.ends_with("SET") || before.ends_with(','))
+                        && (value.starts_with("'pending'") || value.starts_with('?'))
+                });
+                if sets_pending {
+                    assert!(
+                        set.contains("run_at ="),
+                        "{file}: an UPDATE makes jobs pending without setting run_at: {set}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        // Revive by hand, lease recovery, and a failure's retry.
+        assert!(checked >= 3, "found only {checked} such statements");
     }
 
     #[test]
