@@ -57,7 +57,7 @@ pub fn migrations() -> Migrations<'static> {
         .foreign_key_check(),
         M::up(include_str!("../../migrations/0010_lane_cursor.sql")),
         M::up(include_str!(
-            "../../migrations/0011_pending_trigger_on_run_at.sql"
+            "../../migrations/0011_lane_upkeep_without_statement_journals.sql"
         )),
     ])
 }
@@ -687,6 +687,9 @@ impl Store {
                  VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?5, ?5, ?5)",
             )?;
             let mut out = Vec::with_capacity(jobs.len());
+            // Each host queued here and its first new job, in order: its lane's key.
+            let mut lanes: Vec<(&str, i64)> = Vec::new();
+            let mut lane_of: std::collections::HashSet<&str> = std::collections::HashSet::new();
             for job in jobs {
                 let existing = find
                     .query_row([&job.url_key], |r| {
@@ -709,12 +712,33 @@ impl Store {
                     now,
                     max_retries
                 ])?;
-                // Its lane, if new, is made by a trigger (migration 0010).
                 let id = tx.last_insert_rowid();
+                if lane_of.insert(job.host.as_str()) {
+                    lanes.push((job.host.as_str(), id));
+                }
                 out.push(Enqueued::Queued {
                     id,
                     url: job.url.clone(),
                 });
+            }
+            // Every pending job has a lane, and no pending job sorts before its lane's cursor
+            // (migration 0011): a new lane starts at its host's first new job, at the end of
+            // the batch's rotation, and an existing lane's cursor moves back to it if it is
+            // past it (a lane whose jobs were all backed off past `now`).
+            let mut new_lane = tx.prepare_cached(
+                "INSERT OR IGNORE INTO lanes (batch_id, host, seq, cur_run_at, cur_id) \
+                 VALUES (?1, ?2, 1 + coalesce((SELECT max(seq) FROM lanes WHERE batch_id = ?1), 0), \
+                     ?3, ?4)",
+            )?;
+            let mut lower_cursor = tx.prepare_cached(
+                "UPDATE lanes SET cur_run_at = ?3, cur_id = ?4 \
+                 WHERE batch_id = ?1 AND host = ?2 \
+                   AND (cur_run_at > ?3 OR (cur_run_at = ?3 AND cur_id > ?4))",
+            )?;
+            for (host, first) in lanes {
+                if new_lane.execute(params![batch_id, host, now, first])? == 0 {
+                    lower_cursor.execute(params![batch_id, host, now, first])?;
+                }
             }
             // A batch made in an earlier transaction may have been closed as empty by a worker
             // going idle in between; its new jobs put it back in the rotation.
@@ -2806,6 +2830,23 @@ mod tests {
     }
 
     #[test]
+    fn a_job_queued_before_its_lanes_cursor_is_still_claimed() {
+        // The wall clock stepped back between two intakes into one batch: the second job's
+        // key sorts before the lane's cursor, which enqueue must move back to it.
+        let s = Store::open_in_memory().expect("store");
+        let batch = s.create_batch("b", "cli", 0).expect("batch");
+        s.enqueue(Some(batch), &[job("http://a.example/later")], 5, 100)
+            .expect("enqueue");
+        s.enqueue(Some(batch), &[job("http://a.example/earlier")], 5, 50)
+            .expect("enqueue");
+        let c = s
+            .claim("w", 60, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("the job due at 50");
+        assert_eq!(c.url, "http://a.example/earlier");
+    }
+
+    #[test]
     fn a_revived_job_is_claimable_after_its_lane_was_dropped() {
         let s = Store::open_in_memory().expect("store");
         s.enqueue(None, &[job("http://a.example/1")], 5, 0)
@@ -2851,9 +2892,9 @@ mod tests {
 
     /// The lane trigger fires on `UPDATE OF run_at` (migration 0011), not on `status`, so a
     /// statement that made a job pending without setting `run_at` would leave the job's lane
-    /// cursor past it and the job unreachable. Every such statement is in this file.
+    /// cursor past it and the job unreachable; and no trigger sees an INSERT.
     #[test]
-    fn every_update_that_can_make_a_job_pending_sets_its_due_time() {
+    fn every_write_that_can_make_a_job_pending_keeps_its_lane() {
         let engine = [
             ("store.rs", include_str!("store.rs")),
             ("worker.rs", include_str!("worker.rs")),
@@ -2885,6 +2926,14 @@ mod tests {
         }
         // Revive by hand, lease recovery, and a failure's retry.
         assert!(checked >= 3, "found only {checked} such statements");
+        // And no trigger sees an INSERT: `enqueue` keeps the lanes of the jobs it inserts,
+        // and is the only code outside tests that inserts jobs.
+        let code = include_str!("store.rs");
+        let code = &code[..code.find("#[cfg(test)]").unwrap_or(code.len())];
+        assert_eq!(code.matches("INSERT INTO jobs").count(), 1);
+        for (file, source) in &engine[1..] {
+            assert!(!source.contains("INSERT INTO jobs"), "{file} inserts jobs");
+        }
     }
 
     #[test]
