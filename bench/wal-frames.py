@@ -27,6 +27,10 @@ def enqueue(batch, rows, run_at):
     c.execute('BEGIN')
     for url,host in rows:
         c.execute("INSERT INTO jobs (url,url_key,host,batch_id,status,run_at,max_retries,budget_started_at,created_at,updated_at) VALUES (?,?,?,?, 'pending',?,5,?,?,?)",(url,url,host,batch,run_at,now,now,now))
+    # The lanes, once per host, as Store::enqueue makes them (migration 0011).
+    c.execute("INSERT OR IGNORE INTO lanes (batch_id, host, seq, cur_run_at, cur_id) SELECT ?1, host, "
+              "(SELECT coalesce(max(seq), 0) FROM lanes WHERE batch_id = ?1) + row_number() OVER (ORDER BY min(id)), ?2, min(id) "
+              "FROM jobs WHERE batch_id = ?1 GROUP BY host", (batch, run_at))
     c.execute('COMMIT')
 c.execute("INSERT INTO batches (id,name,source,created_at) VALUES (1,'head','b',?),(2,'later','b',?)",(now,now))
 enqueue(1, [(f'https://paused.example/{i}','paused.example') for i in range(N_PAUSED)], now)
