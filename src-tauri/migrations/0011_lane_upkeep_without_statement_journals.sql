@@ -13,7 +13,8 @@
 --   pending without one being decided, so the trigger still sees every job that becomes
 --   pending. A unit test checks every such statement in the engine's source.
 -- * The insert trigger is gone: `Store::enqueue` is the one place jobs are inserted, and it
---   makes or moves back the lanes of the hosts it queued, once per host and not once per job.
+--   sets `run_at` again on the first new job of each host it queued, so this trigger runs
+--   once per host and not once per job.
 DROP TRIGGER jobs_pending_insert_lane;
 DROP TRIGGER jobs_pending_update_lane;
 

@@ -205,7 +205,7 @@ const PAIRED_DRAINS: usize = 7;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    percentile(&v, 0.5)
 }
 
 /// One configuration, in this (child) process.

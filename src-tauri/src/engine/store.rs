@@ -687,9 +687,9 @@ impl Store {
                  VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?5, ?5, ?5)",
             )?;
             let mut out = Vec::with_capacity(jobs.len());
-            // Each host queued here and its first new job, in order: its lane's key.
-            let mut lanes: Vec<(&str, i64)> = Vec::new();
-            let mut lane_of: std::collections::HashSet<&str> = std::collections::HashSet::new();
+            // The first new job of each host queued here, in arrival order.
+            let mut firsts: Vec<i64> = Vec::new();
+            let mut hosts_seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
             for job in jobs {
                 let existing = find
                     .query_row([&job.url_key], |r| {
@@ -713,32 +713,22 @@ impl Store {
                     max_retries
                 ])?;
                 let id = tx.last_insert_rowid();
-                if lane_of.insert(job.host.as_str()) {
-                    lanes.push((job.host.as_str(), id));
+                if hosts_seen.insert(job.host.as_str()) {
+                    firsts.push(id);
                 }
                 out.push(Enqueued::Queued {
                     id,
                     url: job.url.clone(),
                 });
             }
-            // Every pending job has a lane, and no pending job sorts before its lane's cursor
-            // (migration 0011): a new lane starts at its host's first new job, at the end of
-            // the batch's rotation, and an existing lane's cursor moves back to it if it is
-            // past it (a lane whose jobs were all backed off past `now`).
-            let mut new_lane = tx.prepare_cached(
-                "INSERT OR IGNORE INTO lanes (batch_id, host, seq, cur_run_at, cur_id) \
-                 VALUES (?1, ?2, 1 + coalesce((SELECT max(seq) FROM lanes WHERE batch_id = ?1), 0), \
-                     ?3, ?4)",
-            )?;
-            let mut lower_cursor = tx.prepare_cached(
-                "UPDATE lanes SET cur_run_at = ?3, cur_id = ?4 \
-                 WHERE batch_id = ?1 AND host = ?2 \
-                   AND (cur_run_at > ?3 OR (cur_run_at = ?3 AND cur_id > ?4))",
-            )?;
-            for (host, first) in lanes {
-                if new_lane.execute(params![batch_id, host, now, first])? == 0 {
-                    lower_cursor.execute(params![batch_id, host, now, first])?;
-                }
+            // Every pending job has a lane, and no pending job sorts before its lane's cursor.
+            // The lane trigger keeps both (migration 0011); it fires on `run_at`, not on an
+            // insert, so each host's first new job is touched once: a new lane starts there, at
+            // the end of the batch's rotation, and an existing lane's cursor moves back to it
+            // if it is past it (a lane whose jobs were all backed off past `now`).
+            let mut touch = tx.prepare_cached("UPDATE jobs SET run_at = run_at WHERE id = ?1")?;
+            for first in firsts {
+                touch.execute([first])?;
             }
             // A batch made in an earlier transaction may have been closed as empty by a worker
             // going idle in between; its new jobs put it back in the rotation.
@@ -2927,8 +2917,8 @@ mod tests {
         }
         // Revive by hand, lease recovery, and a failure's retry.
         assert!(checked >= 3, "found only {checked} such statements");
-        // And no trigger sees an INSERT: `enqueue` keeps the lanes of the jobs it inserts,
-        // and is the only code outside tests that inserts jobs.
+        // And no trigger sees an INSERT: `enqueue` fires the lane trigger for the jobs it
+        // inserts, and is the only code outside tests that inserts jobs.
         let code = include_str!("store.rs");
         let code = &code[..code.find("#[cfg(test)]").unwrap_or(code.len())];
         assert_eq!(code.matches("INSERT INTO jobs").count(), 1);
