@@ -59,6 +59,7 @@ pub fn migrations() -> Migrations<'static> {
         M::up(include_str!(
             "../../migrations/0011_lane_upkeep_without_statement_journals.sql"
         )),
+        M::up(include_str!("../../migrations/0012_lane_generation.sql")),
     ])
 }
 
@@ -386,6 +387,8 @@ pub struct Store {
     conn: Mutex<Connection>,
     path: Option<PathBuf>,
     checkpointer: Mutex<Option<Checkpointer>>,
+    /// Keys of lanes this connection read ahead; only the claim uses it, inside a write.
+    lane_keys: Mutex<LaneKeys>,
 }
 
 /// A thread with its own connection that checkpoints the WAL, so the worker's commits never
@@ -424,7 +427,7 @@ const CLAIM_BATCHES: &str = "SELECT b.id, b.lane_after_seq, b.lane_after_host \
            WHERE j.batch_id = b.id AND j.status = 'pending' AND j.run_at <= ?1) \
      ORDER BY b.served_seq, b.id";
 /// The next lanes of a batch in cycle order after a keyset position and up to a bound.
-const CLAIM_LANES: &str = "SELECT l.seq, l.host, l.cur_run_at, l.cur_id FROM lanes l INDEXED BY lanes_rotation \
+const CLAIM_LANES: &str = "SELECT l.seq, l.host, l.cur_run_at, l.cur_id, l.generation FROM lanes l INDEXED BY lanes_rotation \
      WHERE l.batch_id = ?1 AND (l.seq, l.host) > (?2, ?3) AND (l.seq, l.host) <= (?5, ?6) \
      ORDER BY l.seq, l.host LIMIT ?4";
 /// A lane's head, its earliest pending job, is looked for from the lane's cursor (cur_run_at,
@@ -440,6 +443,15 @@ const LANE_HEAD_AT: &str = "SELECT id, run_at FROM jobs INDEXED BY jobs_lane \
 const LANE_HEAD_AFTER: &str = "SELECT id, run_at FROM jobs INDEXED BY jobs_lane \
      WHERE batch_id = ?1 AND host = ?2 AND run_at > ?3 AND status = 'pending' \
      ORDER BY run_at, id LIMIT 1";
+/// The keys of a lane's jobs from a position on, in claim order, whatever their status: the
+/// index alone answers, with no read of the rows. First at the position's due time, from its
+/// job on; then after that due time.
+const LANE_KEYS_AT: &str = "SELECT run_at, id FROM jobs INDEXED BY jobs_lane \
+     WHERE batch_id = ?1 AND host = ?2 AND run_at = ?3 AND id >= ?4 ORDER BY id LIMIT ?5";
+const LANE_KEYS_AFTER: &str = "SELECT run_at, id FROM jobs INDEXED BY jobs_lane \
+     WHERE batch_id = ?1 AND host = ?2 AND run_at > ?3 ORDER BY run_at, id LIMIT ?4";
+/// How many keys one read of a lane fetches.
+const LANE_KEYS_READ: usize = 16;
 /// A lane's cursor.
 const LANE_CURSOR: &str = "SELECT cur_run_at, cur_id FROM lanes WHERE batch_id = ?1 AND host = ?2";
 /// Move a lane's cursor past the job just claimed from it. A job of the lane that becomes
@@ -452,10 +464,10 @@ const CLAIM_HOST: &str = "SELECT \
          (SELECT concurrency_limit FROM hosts WHERE host = ?1), \
          (SELECT count(*) FROM jobs INDEXED BY jobs_running_host WHERE status = 'running' AND host = ?1)";
 
-/// Start a claimed job's attempt.
+/// Start a claimed job's attempt, if the job is still pending under the key the claim read.
 const CLAIM_JOB_SQL: &str = "UPDATE jobs SET status = 'running', lease_owner = ?2, \
          lease_until = ?3, attempts = attempts + 1, updated_at = ?4, attempt_started_at = ?4 \
-     WHERE id = ?1 AND status = 'pending'";
+     WHERE id = ?1 AND status = 'pending' AND batch_id = ?5 AND host = ?6 AND run_at = ?7";
 /// Record a success, if the job is still this worker's.
 const COMPLETE_SQL: &str = "UPDATE jobs SET status = 'done', lease_owner = NULL, \
          lease_until = NULL, final_url = ?3, http_status = ?4, title = ?5, document = ?6, \
@@ -550,6 +562,7 @@ impl Store {
             conn: Mutex::new(conn),
             path: Some(path.to_path_buf()),
             checkpointer: Mutex::new(None),
+            lane_keys: Mutex::default(),
         })
     }
 
@@ -562,6 +575,7 @@ impl Store {
             conn: Mutex::new(conn),
             path: None,
             checkpointer: Mutex::new(None),
+            lane_keys: Mutex::default(),
         })
     }
 
@@ -817,7 +831,8 @@ impl Store {
             if let Some(request) = claim.filter(|r| r.max > 0)
                 && !queue_paused(tx)?
             {
-                claimed = claim_many(tx, request, now)?;
+                let mut lane_keys = self.lane_keys.lock().map_err(|_| StoreError::Poisoned)?;
+                claimed = claim_many(tx, request, now, &mut lane_keys)?;
             }
             Ok(Step { settled, claimed })
         })
@@ -1535,10 +1550,110 @@ fn revive(tx: &Transaction<'_>, id: i64, max_retries: u32, now: Millis) -> Resul
 /// A lane, and a keyset position in a batch's cycle of lanes: (seq, host).
 type LanePos = (i64, String);
 
-/// A lane read by the walk: its place in the cycle and its cursor (cur_run_at, cur_id).
+/// A lane read by the walk: its place in the cycle, its cursor (cur_run_at, cur_id) and its
+/// generation (migration 0012).
 struct Lane {
     pos: LanePos,
     cursor: (Millis, i64),
+    generation: i64,
+}
+
+/// A key of `jobs_lane` within a lane: (due time, job id).
+type LaneKey = (Millis, i64);
+
+/// The keys of `jobs_lane` that follow the cursors of lanes this connection claimed from, so
+/// that a visit to a lane usually reads no index page: with 1,000 lanes taking turns, each
+/// visit would read a leaf of its own, and at a million jobs those leaves fall out of the
+/// page cache.
+///
+/// What is kept for a lane lists, in order, every job of the lane whose key lies from the
+/// lane's cursor up to the last key read, with one exception: keys already found not pending
+/// in this lane may be dropped. It stays true while the lane's cursor and generation are the
+/// ones recorded with it. Another connection's claim moves the cursor; a job of the lane
+/// becoming pending anywhere, in any connection, gives the lane a new generation (the
+/// trigger, migration 0012); and a job that stops being pending is found out when its claim
+/// changes no row. A transaction that rolls back leaves a cursor here that the database does
+/// not have, which the next visit sees as a mismatch.
+#[derive(Default)]
+struct LaneKeys {
+    lanes: HashMap<(i64, String), KnownKeys>,
+}
+
+struct KnownKeys {
+    generation: i64,
+    cursor: LaneKey,
+    /// The keys from the cursor on, as described on [`LaneKeys`].
+    keys: std::collections::VecDeque<LaneKey>,
+    /// Where the next read starts: just after the last key read.
+    read_from: LaneKey,
+}
+
+/// Lanes kept at most: past this, everything is forgotten and read again.
+const LANE_KEYS_KEPT: usize = 16_384;
+
+impl LaneKeys {
+    /// What is known of a lane whose row says `generation` and `cursor`: the remembered keys if they
+    /// still hold, else nothing, to be read from the cursor.
+    fn take(&mut self, batch_id: i64, host: &str, generation: i64, cursor: LaneKey) -> KnownKeys {
+        match self.lanes.remove(&(batch_id, host.to_string())) {
+            Some(known) if known.generation == generation && known.cursor == cursor => known,
+            _ => KnownKeys {
+                generation,
+                cursor,
+                keys: Default::default(),
+                read_from: cursor,
+            },
+        }
+    }
+
+    fn keep(&mut self, batch_id: i64, host: String, known: KnownKeys) {
+        if self.lanes.len() >= LANE_KEYS_KEPT {
+            self.lanes.clear();
+        }
+        self.lanes.insert((batch_id, host), known);
+    }
+}
+
+impl KnownKeys {
+    /// The next key to try, reading the lane's index when nothing is left; `None` when the
+    /// lane has no job from here on.
+    fn front(
+        &mut self,
+        tx: &Transaction<'_>,
+        batch_id: i64,
+        host: &str,
+    ) -> Result<Option<LaneKey>> {
+        if self.keys.is_empty() {
+            self.keys = lane_keys(tx, batch_id, host, self.read_from)?.into();
+            if let Some(&(at, id)) = self.keys.back() {
+                self.read_from = (at, id + 1);
+            }
+        }
+        Ok(self.keys.front().copied())
+    }
+}
+
+/// Up to [`LANE_KEYS_READ`] keys of a lane from `(at, id)` on, in claim order.
+fn lane_keys(
+    tx: &Transaction<'_>,
+    batch_id: i64,
+    host: &str,
+    (at, id): LaneKey,
+) -> Result<Vec<LaneKey>> {
+    let row = |r: &Row<'_>| Ok((r.get(0)?, r.get(1)?));
+    let mut keys = tx
+        .prepare_cached(LANE_KEYS_AT)?
+        .query_map(params![batch_id, host, at, id, LANE_KEYS_READ as i64], row)?
+        .collect::<rusqlite::Result<Vec<LaneKey>>>()?;
+    if keys.len() < LANE_KEYS_READ {
+        let more = LANE_KEYS_READ - keys.len();
+        keys.extend(
+            tx.prepare_cached(LANE_KEYS_AFTER)?
+                .query_map(params![batch_id, host, at, more as i64], row)?
+                .collect::<rusqlite::Result<Vec<LaneKey>>>()?,
+        );
+    }
+    Ok(keys)
 }
 
 /// The head of a lane (its earliest pending job: id and due time), read from its cursor.
@@ -1647,6 +1762,7 @@ impl LaneCursor {
                         Ok(Lane {
                             pos: (r.get(0)?, r.get(1)?),
                             cursor: (r.get(2)?, r.get(3)?),
+                            generation: r.get(4)?,
                         })
                     },
                 )?
@@ -1668,7 +1784,12 @@ impl LaneCursor {
 /// is paused or at its connection limit costs one check per lane, not one per row, and a batch
 /// with nothing due costs one seek. When the step ends, served batches move to the back of the
 /// rotation in the order they were served, each remembering the last lane it served.
-fn claim_many(tx: &Transaction<'_>, req: &ClaimRequest<'_>, now: Millis) -> Result<Vec<Claimed>> {
+fn claim_many(
+    tx: &Transaction<'_>,
+    req: &ClaimRequest<'_>,
+    now: Millis,
+    lane_keys: &mut LaneKeys,
+) -> Result<Vec<Claimed>> {
     let mut out = Vec::new();
     if req.max == 0 {
         return Ok(out);
@@ -1695,40 +1816,60 @@ fn claim_many(tx: &Transaction<'_>, req: &ClaimRequest<'_>, now: Millis) -> Resu
             while let Some(Lane {
                 pos: (seq, host),
                 cursor: lane_cursor,
+                generation,
             }) = cursor.next(tx, chunk)?
             {
                 // A host already found paused or full in this step costs no index seek.
                 if slots.get(&host).is_some_and(|slot| slot.0 == 0) {
                     continue;
                 }
-                let head = lane_head(tx, cursor.batch_id, &host, lane_cursor)?;
-                let Some((job_id, run_at)) = head else {
-                    empty_lanes.push((cursor.batch_id, host));
-                    continue;
-                };
-                if run_at > now {
-                    continue;
-                }
-                let slot = match slots.get_mut(&host) {
-                    Some(slot) => slot,
-                    None => {
-                        let slot = host_slots(tx, &host, now, req.per_host)?;
-                        slots.entry(host.clone()).or_insert(slot)
+                let batch_id = cursor.batch_id;
+                let mut known = lane_keys.take(batch_id, &host, generation, lane_cursor);
+                // The lane's head is its first key whose job is still pending.
+                let mut claimed = None;
+                let empty = loop {
+                    let Some((run_at, job_id)) = known.front(tx, batch_id, &host)? else {
+                        break true;
+                    };
+                    if run_at > now {
+                        break false;
+                    }
+                    let slot = match slots.get_mut(&host) {
+                        Some(slot) => slot,
+                        None => {
+                            let slot = host_slots(tx, &host, now, req.per_host)?;
+                            slots.entry(host.clone()).or_insert(slot)
+                        }
+                    };
+                    if slot.0 == 0 {
+                        break false;
+                    }
+                    let key = (batch_id, host.as_str(), (run_at, job_id));
+                    known.keys.pop_front();
+                    // No row changed: the job finished, was cancelled or moved since the key
+                    // was read, and the next key is the head's candidate.
+                    if let Some(mut job) = claim_job(tx, key, req, lease_until, now)? {
+                        slot.0 -= 1;
+                        job.throttled = slot.1;
+                        known.cursor = (run_at, job_id + 1);
+                        tx.prepare_cached(LANE_ADVANCE)?.execute(params![
+                            batch_id,
+                            host,
+                            run_at,
+                            job_id + 1
+                        ])?;
+                        claimed = Some(job);
+                        break false;
                     }
                 };
-                if slot.0 == 0 {
+                if empty {
+                    empty_lanes.push((batch_id, host));
                     continue;
                 }
-                slot.0 -= 1;
-                let throttled = slot.1;
-                let mut claimed = claim_job(tx, job_id, &host, req, lease_until, now)?;
-                tx.prepare_cached(LANE_ADVANCE)?.execute(params![
-                    cursor.batch_id,
-                    host,
-                    run_at,
-                    job_id + 1
-                ])?;
-                claimed.throttled = throttled;
+                lane_keys.keep(batch_id, host.clone(), known);
+                let Some(claimed) = claimed else {
+                    continue;
+                };
                 out.push(claimed);
                 cursor.claimed_this_pass += 1;
                 cursor.last_served = Some((seq, host));
@@ -1760,26 +1901,32 @@ fn claim_many(tx: &Transaction<'_>, req: &ClaimRequest<'_>, now: Millis) -> Resu
     Ok(out)
 }
 
+/// Start job `key` (its batch, host, and key in its lane) if it is still pending there.
 fn claim_job(
     tx: &Transaction<'_>,
-    job_id: i64,
-    host: &str,
+    (batch_id, host, (run_at, job_id)): (i64, &str, LaneKey),
     req: &ClaimRequest<'_>,
     lease_until: Millis,
     now: Millis,
-) -> Result<Claimed> {
+) -> Result<Option<Claimed>> {
     // Not `UPDATE … RETURNING`: SQLite collects returned rows in a temporary B-tree, and
     // opening and closing it cost more than reading the row back.
-    let changed =
-        tx.prepare_cached(CLAIM_JOB_SQL)?
-            .execute(params![job_id, req.owner, lease_until, now])?;
+    let changed = tx.prepare_cached(CLAIM_JOB_SQL)?.execute(params![
+        job_id,
+        req.owner,
+        lease_until,
+        now,
+        batch_id,
+        host,
+        run_at
+    ])?;
     if changed != 1 {
-        return Err(rusqlite::Error::QueryReturnedNoRows.into());
+        return Ok(None);
     }
     let (url, attempt): (String, u32) = tx
         .prepare_cached("SELECT url, attempts FROM jobs WHERE id = ?1")?
         .query_row([job_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(Claimed {
+    Ok(Some(Claimed {
         job_id,
         url,
         host: host.to_string(),
@@ -1787,7 +1934,7 @@ fn claim_job(
         started_at: now,
         owner: req.owner.to_string(),
         throttled: false,
-    })
+    }))
 }
 
 /// How many more jobs for `host` may start now: none while it is paused, else its connection
@@ -2199,7 +2346,7 @@ mod tests {
         let v: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .expect("version");
-        assert_eq!(v, 11);
+        assert_eq!(v, 12);
         let (url, notified): (String, i64) = conn
             .query_row("SELECT url, dead_notified FROM jobs", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))
@@ -2838,6 +2985,131 @@ mod tests {
     }
 
     #[test]
+    fn a_job_that_becomes_pending_among_keys_read_ahead_is_claimed_in_its_turn() {
+        // The claim remembers the keys that follow a lane's cursor (`LaneKeys`). Job 2 fails
+        // and waits for a retry due between jobs 3 and 4, whose keys the claim has already
+        // read: it must come back between them, not be passed over.
+        let s = Store::open_in_memory().expect("store");
+        let batch = s.create_batch("b", "cli", 0).expect("batch");
+        for (path, at) in [("1", 0), ("2", 0), ("3", 50), ("4", 60_000)] {
+            s.enqueue(
+                Some(batch),
+                &[job(&format!("http://a.example/{path}"))],
+                5,
+                at,
+            )
+            .expect("enqueue");
+        }
+        let policy = Policy {
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let lease = Duration::from_secs(600);
+        let first = s.claim("w", 10, lease, 9).expect("claim").expect("job 1");
+        let second = s.claim("w", 10, lease, 9).expect("claim").expect("job 2");
+        assert_eq!((first.job_id, second.job_id), (1, 2));
+        s.fail(
+            &second,
+            &Failure::new(FailureKind::Timeout, "timed out"),
+            &policy,
+            10,
+            0.0,
+        )
+        .expect("fail");
+        let due = s.job(2).expect("job").expect("row").run_at;
+        assert!(50 < due && due < 60_000, "due at {due}");
+        let order: Vec<i64> =
+            std::iter::from_fn(|| s.claim("w", 100_000, lease, 9).expect("claim"))
+                .map(|c| c.job_id)
+                .collect();
+        assert_eq!(order, [3, 2, 4]);
+    }
+
+    #[test]
+    fn two_connections_claiming_from_the_same_lanes_pass_no_pending_job_and_repeat_none() {
+        // Each connection remembers keys read ahead in the lanes; the other one's claims,
+        // failures and retries must make it read again, never claim a job twice, and never
+        // move a lane's cursor past a pending job.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("queue.db");
+        let stores = [
+            Store::open(&path).expect("first"),
+            Store::open(&path).expect("second"),
+        ];
+        let policy = Policy {
+            jitter: 0.0,
+            max_retries: 2,
+            ..Policy::default()
+        };
+        let lease = Duration::from_secs(600);
+        let ok = Success {
+            http_status: 200,
+            ..Success::default()
+        };
+        let jobs: Vec<_> = (0..60)
+            .map(|i| job(&format!("http://h{}.example/{i}", i % 3)))
+            .collect();
+        stores[0].enqueue(None, &jobs, 2, 0).expect("enqueue");
+        let mut seed: u64 = 0xfeed;
+        let mut roll = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        let mut now: Millis = 1_000;
+        let mut running: Vec<(usize, Claimed)> = Vec::new();
+        let finish = |w: usize, c: &Claimed, fail: bool, now: Millis| {
+            if fail {
+                stores[w]
+                    .fail(
+                        c,
+                        &Failure::new(FailureKind::Timeout, "timed out"),
+                        &policy,
+                        now,
+                        0.0,
+                    )
+                    .expect("fail");
+            } else {
+                stores[w].complete(c, &ok, &policy, now).expect("complete");
+            }
+        };
+        for step in 0..600 {
+            now += 1 + roll(20_000) as Millis;
+            let w = roll(2) as usize;
+            let owner = format!("w{w}");
+            if let Some(c) = stores[w].claim(&owner, now, lease, 9).expect("claim") {
+                assert!(
+                    !running.iter().any(|(_, r)| r.job_id == c.job_id),
+                    "step {step}: job {} claimed while it runs",
+                    c.job_id
+                );
+                running.push((w, c));
+            }
+            if !running.is_empty() && roll(2) == 0 {
+                let (w, c) = running.swap_remove(roll(running.len() as u64) as usize);
+                finish(w, &c, roll(3) == 0, now);
+            }
+            let hidden = jobs_hidden_from_their_lanes(&stores[0]);
+            assert!(hidden.is_empty(), "step {step}: {hidden:?} passed over");
+        }
+        for (w, c) in running.drain(..) {
+            finish(w, &c, false, now);
+        }
+        let later = now + 86_400_000;
+        let mut w = 0;
+        while let Some(c) = stores[w].claim("end", later, lease, 9).expect("claim") {
+            stores[w]
+                .complete(&c, &ok, &policy, later)
+                .expect("complete");
+            w = 1 - w;
+        }
+        let stats = stores[1].stats(later).expect("stats");
+        assert_eq!((stats.pending, stats.running), (0, 0), "{stats:?}");
+        assert_eq!(stats.done + stats.dead, 60, "{stats:?}");
+    }
+
+    #[test]
     fn a_revived_job_is_claimable_after_its_lane_was_dropped() {
         let s = Store::open_in_memory().expect("store");
         s.enqueue(None, &[job("http://a.example/1")], 5, 0)
@@ -3217,6 +3489,8 @@ mod tests {
             END_ATTEMPT_SQL,
             LANE_HEAD_AT,
             LANE_HEAD_AFTER,
+            LANE_KEYS_AT,
+            LANE_KEYS_AFTER,
             LANE_CURSOR,
             LANE_ADVANCE,
             CLAIM_LANES,
@@ -3281,6 +3555,17 @@ mod tests {
                 LANE_HEAD_AFTER,
                 vec![&1 as &dyn rusqlite::ToSql, &"h", &5],
                 &["jobs_lane (batch_id=? AND host=? AND run_at>?)"][..],
+            ),
+            (
+                // The index alone: a lane's keys are read without its rows.
+                LANE_KEYS_AT,
+                vec![&1 as &dyn rusqlite::ToSql, &"h", &5, &7, &16],
+                &["COVERING INDEX jobs_lane (batch_id=? AND host=? AND run_at=? AND rowid>?)"][..],
+            ),
+            (
+                LANE_KEYS_AFTER,
+                vec![&1 as &dyn rusqlite::ToSql, &"h", &5, &16],
+                &["COVERING INDEX jobs_lane (batch_id=? AND host=? AND run_at>?)"][..],
             ),
             (
                 CLAIM_HOST,
