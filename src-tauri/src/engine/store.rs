@@ -60,6 +60,9 @@ pub fn migrations() -> Migrations<'static> {
             "../../migrations/0011_lane_upkeep_without_statement_journals.sql"
         )),
         M::up(include_str!("../../migrations/0012_lane_generation.sql")),
+        M::up(include_str!(
+            "../../migrations/0013_finished_jobs_apart.sql"
+        )),
     ])
 }
 
@@ -484,6 +487,20 @@ const SERVED_SQL: &str = "UPDATE batches SET served_seq = 1 + coalesce( \
          (SELECT max(served_seq) FROM batches INDEXED BY batches_rotation WHERE open = 1), 0), \
          lane_after_seq = ?2, lane_after_host = ?3 \
      WHERE id = ?1";
+
+/// Reads by status. Finished jobs have an index of their own (`jobs_done`), and `jobs_status`
+/// holds the others: SQLite uses a partial index only for a query whose WHERE clause repeats
+/// the index's condition, hence `status <> 'done'` (migration 0013).
+///
+/// Whether any job is pending or running.
+const ACTIVE_JOB_SQL: &str =
+    "SELECT 1 FROM jobs WHERE status IN ('pending', 'running') AND status <> 'done' LIMIT 1";
+/// Dead jobs, of one host or of all.
+const DEAD_JOBS_SQL: &str = "SELECT id FROM jobs WHERE status = 'dead' AND status <> 'done' \
+     AND (?1 IS NULL OR host = ?1) ORDER BY id";
+/// Jobs per status.
+const STATUS_COUNTS_SQL: &str = "SELECT status, count(*) FROM jobs WHERE status <> 'done' GROUP BY status \
+     UNION ALL SELECT 'done', count(*) FROM jobs WHERE status = 'done'";
 
 const JOB_COLUMNS: &str = "j.id, j.url, j.final_url, j.host, j.status, j.attempts, j.max_retries, \
      j.run_at, j.error_class, j.error, j.http_status, j.title, j.document, j.content_type, \
@@ -924,11 +941,7 @@ impl Store {
     pub fn has_active(&self) -> Result<bool> {
         let conn = self.conn()?;
         Ok(conn
-            .query_row(
-                "SELECT 1 FROM jobs WHERE status IN ('pending', 'running') LIMIT 1",
-                [],
-                |_| Ok(()),
-            )
+            .query_row(ACTIVE_JOB_SQL, [], |_| Ok(()))
             .optional()?
             .is_some())
     }
@@ -1142,9 +1155,7 @@ impl Store {
     ) -> Result<Vec<i64>> {
         self.write(|tx| {
             let ids = {
-                let mut stmt = tx.prepare(
-                    "SELECT id FROM jobs WHERE status = 'dead' AND (?1 IS NULL OR host = ?1) ORDER BY id",
-                )?;
+                let mut stmt = tx.prepare(DEAD_JOBS_SQL)?;
                 stmt.query_map([host.map(str::to_lowercase)], |r| r.get::<_, i64>(0))?
                     .collect::<rusqlite::Result<Vec<_>>>()?
             };
@@ -1189,8 +1200,7 @@ impl Store {
         let conn = self.conn()?;
         let mut stats = Stats::default();
         {
-            let mut stmt =
-                conn.prepare_cached("SELECT status, count(*) FROM jobs GROUP BY status")?;
+            let mut stmt = conn.prepare_cached(STATUS_COUNTS_SQL)?;
             let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u64>(1)?)))?;
             for row in rows {
                 let (status, n) = row?;
@@ -1415,9 +1425,14 @@ fn filter_sql(filter: &JobFilter, head: &str) -> (String, Vec<rusqlite::types::V
     let mut sql =
         format!("{head} FROM jobs j LEFT JOIN batches b ON b.id = j.batch_id WHERE 1 = 1");
     let mut args: Vec<rusqlite::types::Value> = Vec::new();
-    if let Some(s) = filter.status {
-        sql.push_str(" AND j.status = ?");
-        args.push(s.as_str().to_string().into());
+    match filter.status {
+        // Each way matches the condition of the partial index it can use (migration 0013).
+        Some(Status::Done) => sql.push_str(" AND j.status = 'done'"),
+        Some(s) => {
+            sql.push_str(" AND j.status = ? AND j.status <> 'done'");
+            args.push(s.as_str().to_string().into());
+        }
+        None => {}
     }
     if let Some(h) = filter.host.as_deref().filter(|h| !h.is_empty()) {
         sql.push_str(" AND j.host = ?");
@@ -2348,7 +2363,7 @@ mod tests {
         let v: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .expect("version");
-        assert_eq!(v, 12);
+        assert_eq!(v, 13);
         let (url, notified): (String, i64) = conn
             .query_row("SELECT url, dead_notified FROM jobs", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))
@@ -3520,6 +3535,70 @@ mod tests {
             qpsg,
             "cached statements are not re-prepared for new bound values"
         );
+    }
+
+    #[test]
+    fn reads_by_status_use_the_status_indexes() {
+        // `jobs_status` and `jobs_done` are partial (migration 0013): a query that does not
+        // repeat an index's condition would scan every job.
+        let s = Store::open_in_memory().expect("store");
+        let conn = s.conn().expect("conn");
+        let plan_of = |sql: &str, args: Vec<rusqlite::types::Value>| -> String {
+            let rows: Vec<String> = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+                .expect("prepare")
+                .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
+                .expect("plan")
+                .collect::<rusqlite::Result<_>>()
+                .expect("rows");
+            rows.join("\n")
+        };
+        let mut cases = vec![
+            (ACTIVE_JOB_SQL.to_string(), vec![], vec!["jobs_status"]),
+            (
+                DEAD_JOBS_SQL.to_string(),
+                vec![rusqlite::types::Value::Null],
+                vec!["jobs_status"],
+            ),
+            (
+                STATUS_COUNTS_SQL.to_string(),
+                vec![],
+                vec!["jobs_status", "jobs_done"],
+            ),
+        ];
+        for status in [
+            Status::Pending,
+            Status::Running,
+            Status::Done,
+            Status::Dead,
+            Status::Cancelled,
+        ] {
+            let filter = JobFilter {
+                status: Some(status),
+                ..JobFilter::default()
+            };
+            let (sql, args) = filter_sql(&filter, "SELECT j.id");
+            let index = if status == Status::Done {
+                "jobs_done"
+            } else {
+                "jobs_status"
+            };
+            cases.push((
+                format!("{sql} ORDER BY j.id DESC LIMIT 50"),
+                args,
+                vec![index],
+            ));
+        }
+        for (sql, args, indexes) in cases {
+            let plan = plan_of(&sql, args);
+            for index in indexes {
+                assert!(plan.contains(index), "{sql}:\n{plan}");
+            }
+            assert!(
+                !plan.lines().any(|l| l == "SCAN j" || l == "SCAN jobs"),
+                "{sql}:\n{plan}"
+            );
+        }
     }
 
     #[test]
