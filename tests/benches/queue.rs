@@ -9,8 +9,9 @@
 //! `claim_1m` builds the 1M-job queue of issue 5 (500,000 due, 500,000 backed off, a paused
 //! host holding 100,000 at the head of the oldest batch), times 20,000 single claims, then
 //! drains 10,000 jobs seven times (median), each drain followed by the same drain of a fresh
-//! 10,000-row queue (`drain_10k`), for the ratio. Each drain also reports its workers' CPU
-//! time per job and their wait for a CPU, so the machine's other tenants show.
+//! 10,000-row queue (`drain_10k`), for the ratio; then seven such pairs again on connections
+//! kept open ("warm", as a worker's is). Each drain also reports its workers' CPU time per job
+//! and their wait for a CPU, so the machine's other tenants show.
 //!
 //! Run: `cargo bench -p gleaner-tests --bench queue` (GLEANER_BENCH_N changes N,
 //! GLEANER_BENCH_ROUNDS the repetitions, GLEANER_BENCH_SYNC=NORMAL or FULL picks one level,
@@ -79,17 +80,37 @@ fn drain(
     limit: usize,
     now: i64,
 ) -> Drained {
+    drain_on(None, path, full, workers, inflight, limit, now)
+}
+
+/// A connection that stays open between drains, as a worker's does, with its checkpointer.
+fn kept_store(path: &std::path::Path, full: bool) -> Arc<Store> {
+    let store = open(path, full);
+    store.checkpoint_in_background().expect("checkpointer");
+    Arc::new(store)
+}
+
+/// [`drain`], on the connections in `kept` (one per worker) if given, else on new ones.
+fn drain_on(
+    kept: Option<&[Arc<Store>]>,
+    path: &std::path::Path,
+    full: bool,
+    workers: usize,
+    inflight: usize,
+    limit: usize,
+    now: i64,
+) -> Drained {
     let policy = Arc::new(Policy::default());
     let left = Arc::new(std::sync::atomic::AtomicIsize::new(limit as isize));
     let handles: Vec<_> = (0..workers)
         .map(|w| {
             let path = path.to_path_buf();
             let (policy, left) = (policy.clone(), left.clone());
+            let kept = kept.map(|k| k[w].clone());
             std::thread::spawn(move || {
                 let sched_at_start = gleaner_tests::thread_cpu_and_wait_ns();
-                let store = open(&path, full);
                 // As Worker::new does.
-                store.checkpoint_in_background().expect("checkpointer");
+                let store = kept.unwrap_or_else(|| kept_store(&path, full));
                 let owner = format!("bench-{w}");
                 let mut done = 0usize;
                 let mut finished: Vec<_> = Vec::new();
@@ -189,9 +210,15 @@ struct DrainRate {
     wait_us: f64,
 }
 
-fn drain_10k(path: &std::path::Path, full: bool, workers: usize, now: i64) -> DrainRate {
+fn drain_10k(
+    kept: Option<&[Arc<Store>]>,
+    path: &std::path::Path,
+    full: bool,
+    workers: usize,
+    now: i64,
+) -> DrainRate {
     let t = Instant::now();
-    let d = drain(path, full, workers, 32, 10_000, now);
+    let d = drain_on(kept, path, full, workers, 32, 10_000, now);
     assert_eq!(d.done, 10_000);
     DrainRate {
         per_sec: d.done as f64 / t.elapsed().as_secs_f64(),
@@ -296,23 +323,54 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
             // fresh 10,000-job queue: the same work and the same start-up cost, and
             // alternating puts both under the same load from the machine's other tenants, so
             // the ratio compares the queue's size and nothing else.
+            //
+            // Each of those drains opens new connections, and the last connection to close
+            // deletes the WAL file, so each drain also grows a new WAL file and maps the
+            // database afresh. A worker keeps its connection, so the same pairs run again on
+            // connections kept open ("warm"): the 1M queue's from before its first warm drain,
+            // each fresh 10k queue's from before its jobs are queued.
+            let small_queue = |tag: String, keep: bool| {
+                let fresh = tempfile::tempdir().expect("tempdir");
+                let conns: Option<Vec<Arc<Store>>> = keep.then(|| {
+                    (0..workers)
+                        .map(|_| kept_store(fresh.path(), full))
+                        .collect()
+                });
+                let queue = |store: &Store| {
+                    store
+                        .enqueue(None, &named_jobs(&tag, 0, 10_000, 1000), 5, now)
+                        .expect("enqueue");
+                };
+                match &conns {
+                    Some(c) => queue(&c[0]),
+                    None => queue(&open(fresh.path(), full)),
+                }
+                (fresh, conns)
+            };
             let mut big = Vec::new();
             let mut small = Vec::new();
             for round in 0..PAIRED_DRAINS {
-                big.push(drain_10k(dir.path(), full, workers, now + 2));
-                let fresh = tempfile::tempdir().expect("tempdir");
-                let store = open(fresh.path(), full);
-                store
-                    .enqueue(
-                        None,
-                        &named_jobs(&format!("small{round}"), 0, 10_000, 1000),
-                        5,
-                        now,
-                    )
-                    .expect("enqueue");
-                drop(store);
-                small.push(drain_10k(fresh.path(), full, workers, now + 2));
+                big.push(drain_10k(None, dir.path(), full, workers, now + 2));
+                let (fresh, _) = small_queue(format!("small{round}"), false);
+                small.push(drain_10k(None, fresh.path(), full, workers, now + 2));
             }
+            let kept: Vec<Arc<Store>> =
+                (0..workers).map(|_| kept_store(dir.path(), full)).collect();
+            let mut warm = Vec::new();
+            let mut warm_small = Vec::new();
+            for round in 0..PAIRED_DRAINS {
+                warm.push(drain_10k(Some(&kept), dir.path(), full, workers, now + 2));
+                let (fresh, conns) = small_queue(format!("warm{round}"), true);
+                warm_small.push(drain_10k(
+                    conns.as_deref(),
+                    fresh.path(),
+                    full,
+                    workers,
+                    now + 2,
+                ));
+                drop(conns);
+            }
+            drop(kept);
             let summary = |runs: &[DrainRate]| {
                 let rates = median(runs.iter().map(|r| r.per_sec).collect());
                 let cpu = median(runs.iter().map(|r| r.cpu_us).collect());
@@ -326,21 +384,36 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
                 )
             };
             let (big_rate, big_fields) = summary(&big);
+            let (warm_rate, _) = summary(&warm);
             let (small_rate, small_fields) = summary(&small);
-            let pair_ratios: Vec<f64> = big
-                .iter()
-                .zip(&small)
-                .map(|(b, s)| b.per_sec / s.per_sec)
-                .collect();
-            let cpu_ratio = median(small.iter().map(|r| r.cpu_us).collect())
-                / median(big.iter().map(|r| r.cpu_us).collect());
+            let (warm_small_rate, _) = summary(&warm_small);
+            let ratios = |big: &[DrainRate], small: &[DrainRate]| -> (Vec<f64>, f64) {
+                let pairs: Vec<f64> = big
+                    .iter()
+                    .zip(small)
+                    .map(|(b, s)| b.per_sec / s.per_sec)
+                    .collect();
+                let cpu = median(small.iter().map(|r| r.cpu_us).collect())
+                    / median(big.iter().map(|r| r.cpu_us).collect());
+                (pairs, cpu)
+            };
+            let (pair_ratios, cpu_ratio) = ratios(&big, &small);
+            let (warm_pair_ratios, warm_cpu_ratio) = ratios(&warm, &warm_small);
+            let rates =
+                |runs: &[DrainRate]| -> Vec<f64> { runs.iter().map(|r| r.per_sec).collect() };
+            let warm_rates = rates(&warm);
+            let warm_small_rates = rates(&warm_small);
+            let warm_cpu = median(warm.iter().map(|r| r.cpu_us).collect());
+            let warm_small_cpu = median(warm_small.iter().map(|r| r.cpu_us).collect());
             line_with(
                 sync,
                 "claim_1m",
                 workers,
                 10_000,
                 10_000.0 / big_rate,
-                &format!(",\"claim_p50_ms\":{p50:.4},\"claim_p99_ms\":{p99:.4}{big_fields}"),
+                &format!(
+                    ",\"claim_p50_ms\":{p50:.4},\"claim_p99_ms\":{p99:.4}{big_fields},\"warm_per_sec\":{warm_rate:.1},\"warm_drain_rates\":{warm_rates:.0?},\"warm_cpu_us_per_job\":{warm_cpu:.1}"
+                ),
             );
             line_with(
                 sync,
@@ -357,9 +430,11 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
                 10_000,
                 10_000.0 / small_rate,
                 &format!(
-                    "{small_fields},\"ratio_1m_10k\":{:.3},\"pair_ratios\":{pair_ratios:.2?},\"median_pair_ratio\":{:.3},\"cpu_ratio_1m_10k\":{cpu_ratio:.3}",
+                    "{small_fields},\"ratio_1m_10k\":{:.3},\"pair_ratios\":{pair_ratios:.2?},\"median_pair_ratio\":{:.3},\"cpu_ratio_1m_10k\":{cpu_ratio:.3},\"warm_per_sec\":{warm_small_rate:.1},\"warm_drain_rates\":{warm_small_rates:.0?},\"warm_cpu_us_per_job\":{warm_small_cpu:.1},\"warm_ratio_1m_10k\":{:.3},\"warm_pair_ratios\":{warm_pair_ratios:.2?},\"warm_median_pair_ratio\":{:.3},\"warm_cpu_ratio_1m_10k\":{warm_cpu_ratio:.3}",
                     big_rate / small_rate,
                     median(pair_ratios.clone()),
+                    warm_rate / warm_small_rate,
+                    median(warm_pair_ratios.clone()),
                 ),
             );
         }
