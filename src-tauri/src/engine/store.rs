@@ -3067,13 +3067,7 @@ mod tests {
             .map(|i| job(&format!("http://h{}.example/{i}", i % 3)))
             .collect();
         stores[0].enqueue(None, &jobs, 2, 0).expect("enqueue");
-        let mut seed: u64 = 0xfeed;
-        let mut roll = |n: u64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) % n
-        };
+        let mut roll = rolls(0xfeed);
         let mut now: Millis = 1_000;
         let mut running: Vec<(usize, Claimed)> = Vec::new();
         let finish = |w: usize, c: &Claimed, fail: bool, now: Millis| {
@@ -3156,6 +3150,16 @@ mod tests {
     }
 
     /// Pending jobs that no lane's cursor can reach: must always be none.
+    /// A repeatable dice for scripted mixes: `roll(n)` is in 0..n.
+    fn rolls(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |n| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        }
+    }
+
     fn jobs_hidden_from_their_lanes(s: &Store) -> Vec<i64> {
         let conn = s.conn().expect("conn");
         conn.prepare(
@@ -3240,13 +3244,7 @@ mod tests {
                 .collect();
             s.enqueue(None, &jobs, 3, 0).expect("enqueue");
         }
-        let mut seed: u64 = 0x5eed;
-        let mut roll = |n: u64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) % n
-        };
+        let mut roll = rolls(0x5eed);
         let mut now: Millis = 1_000;
         for step in 0..400 {
             now += 1 + roll(3_000) as Millis;
