@@ -316,6 +316,10 @@ function nextRetryText(job) {
   return '';
 }
 
+function retriesText(job) {
+  return `${job.retries_used} of ${job.max_retries} retries used`;
+}
+
 function jobRow(job) {
   const tr = el('tr');
   tr.dataset.id = String(job.id);
@@ -323,10 +327,13 @@ function jobRow(job) {
   tr.setAttribute('aria-selected', String(job.id === selectedId));
   const status = el('td', 'status-cell');
   status.append(el('span', `badge badge-${job.status}`, job.status));
-  const attempts = `${job.attempts} of ${Number(job.max_retries) + 1}`;
+  // Tries made, not tries left: rate-limit waits and offline tries spend no retry, so a
+  // count "of" the budget would overrun it. The budget is in the tooltip and the details.
+  const attempts = el('td', 'num col-attempts', String(job.attempts));
+  attempts.title = `${job.attempts} attempt${job.attempts === 1 ? '' : 's'}; ${retriesText(job)}`;
   const next = el('td', 'next col-next', nextRetryText(job));
   if (job.status === 'pending' && job.retry_after) next.dataset.due = job.retry_after;
-  tr.append(status, urlCell(job.url), el('td', 'title', job.title ?? ''), el('td', 'num col-attempts', attempts), next,
+  tr.append(status, urlCell(job.url), el('td', 'title', job.title ?? ''), attempts, next,
     el('td', 'error col-error', classWords(job)));
   return tr;
 }
@@ -516,7 +523,8 @@ function renderDetails(d) {
   setText('d-url', job.url);
   setText('d-final', job.final_url ?? '');
   setText('d-batch', job.batch ?? '');
-  setText('d-attempts', `${job.attempts} of ${d.max_attempts}`);
+  setText('d-attempts', String(job.attempts));
+  setText('d-retries', `${job.retries_used} of ${job.max_retries} used`);
   const next = $('d-next');
   if (job.status === 'pending' && job.retry_after) {
     next.dataset.due = job.retry_after;

@@ -645,15 +645,16 @@ fn jobs(
                 println!("{}", serde_json::to_string_pretty(&list)?);
             } else {
                 println!(
-                    "{:>6}  {:<9}  {:>8}  {:<12}  URL",
-                    "ID", "STATUS", "ATTEMPTS", "NEXT"
+                    "{:>6}  {:<9}  {:>8}  {:>7}  {:<12}  URL",
+                    "ID", "STATUS", "ATTEMPTS", "RETRIES", "NEXT"
                 );
                 for j in &list {
                     println!(
-                        "{:>6}  {:<9}  {:>8}  {:<12}  {}{}",
+                        "{:>6}  {:<9}  {:>8}  {:>7}  {:<12}  {}{}",
                         j.id,
                         j.status.as_str(),
-                        format!("{}/{}", j.attempts, j.max_retries + 1),
+                        j.attempts,
+                        format!("{}/{}", j.retries_used, j.max_retries),
                         next_column(j, now),
                         j.url,
                         error_suffix(j)
@@ -675,9 +676,10 @@ fn jobs(
             }
             println!("job {}  {}", job.id, job.url);
             println!("status     {}", job.status.as_str());
+            println!("attempts   {}", job.attempts);
             println!(
-                "attempts   {} (up to {} retries)",
-                job.attempts, job.max_retries
+                "retries    {} of {} used",
+                job.retries_used, job.max_retries
             );
             if job.status == Status::Pending && job.retry_after.is_some() {
                 println!("next try   {}", next_column(&job, now));

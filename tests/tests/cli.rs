@@ -182,6 +182,7 @@ fn run_logs_each_attempt_from_the_committed_state() {
     let dead = sb.json(&["jobs", "show", "1", "--json"]);
     assert_eq!(dead["status"], "dead");
     assert_eq!(dead["attempts"], 3);
+    assert_eq!(dead["retries_used"], 2, "the third failure bought no retry");
     assert_eq!(dead["error_class"], "transient");
     assert_eq!(dead["http_status"], 503);
     let history = dead["history"].as_array().expect("history");
@@ -201,6 +202,12 @@ fn run_logs_each_attempt_from_the_committed_state() {
     assert_eq!(stdout(&out).trim(), "2 dead jobs queued again");
     let again = sb.json(&["jobs", "show", "1", "--json"]);
     assert_eq!(again["status"], "pending");
+    assert_eq!(again["retries_used"], 0, "a fresh budget");
+    let text = stdout(&sb.run(&["jobs", "show", "1"]));
+    assert!(
+        text.contains("attempts   3\nretries    0 of 5 used\n"),
+        "{text}"
+    );
     assert_eq!(again["history"].as_array().expect("history").len(), 3);
     let out = sb.run(&[
         "--base-delay",

@@ -203,8 +203,6 @@ pub async fn filters(state: State<'_, DesktopState>) -> Result<Filters, String> 
 pub struct JobDetails {
     job: Job,
     attempts: Vec<Attempt>,
-    /// The attempt budget as the user counts it: the first try plus the retries.
-    max_attempts: u32,
 }
 
 /// Everything about one job: the row and its whole attempt history.
@@ -216,11 +214,7 @@ pub async fn job_details(id: i64, state: State<'_, DesktopState>) -> Result<JobD
         let attempts = store
             .attempts(id)
             .map_err(store_error("Could not read the job"))?;
-        Ok(JobDetails {
-            max_attempts: job.max_retries.saturating_add(1),
-            job,
-            attempts,
-        })
+        Ok(JobDetails { job, attempts })
     })
     .await
 }

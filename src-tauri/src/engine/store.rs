@@ -110,6 +110,11 @@ pub struct Job {
     pub status: Status,
     pub attempts: u32,
     pub max_retries: u32,
+    /// Retries spent from the budget of `max_retries`: the transient failures since the job
+    /// was queued or last retried by hand. Rate-limit waits, tries cut short while the
+    /// machine was offline, and block pages (which have a small budget of their own) spend
+    /// none, so it can be well below `attempts`.
+    pub retries_used: u32,
     /// The due time of a pending job that has failed before, else null.
     #[serde(serialize_with = "ser_opt_time")]
     pub retry_after: Option<Millis>,
@@ -537,6 +542,10 @@ fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
         status,
         attempts,
         max_retries,
+        // The failure that found the budget spent killed the job instead of buying a retry.
+        retries_used: (net + server).saturating_sub(u32::from(
+            status == Status::Dead && class.as_deref() == Some("transient"),
+        )),
         retry_after: (status == Status::Pending && attempts > 0).then_some(run_at),
         error_class: class.as_deref().and_then(ErrorClass::parse),
         error: row.get(9)?,
@@ -2813,6 +2822,37 @@ mod tests {
         assert!(s.hosts(after).expect("hosts").is_empty());
         assert!(s.claim("w", after, lease, 2).expect("claim").is_some());
         assert!(s.claim("w", after, lease, 2).expect("claim").is_some());
+    }
+
+    #[test]
+    fn retries_used_counts_only_the_retries_the_budget_paid_for() {
+        let s = Store::open_in_memory().expect("store");
+        s.enqueue(None, &[job("http://a.example/1")], 2, 0)
+            .expect("enqueue");
+        let policy = Policy {
+            jitter: 0.0,
+            max_retries: 2,
+            ..Policy::default()
+        };
+        let lease = Duration::from_secs(60);
+        let mut now = 0;
+        let mut attempt = |kind: FailureKind| {
+            // An hour apart: past any backoff or host pause these failures set.
+            now += 3_600_000;
+            let c = s.claim("w", now, lease, 2).expect("claim").expect("due");
+            s.fail(&c, &Failure::new(kind, "failed"), &policy, now, 0.0)
+                .expect("fail")
+                .expect("held");
+            let j = s.job(c.job_id).expect("read").expect("job");
+            (j.attempts, j.retries_used, j.status)
+        };
+        // Rate-limit waits spend nothing.
+        assert_eq!(attempt(FailureKind::RateLimited), (1, 0, Status::Pending));
+        assert_eq!(attempt(FailureKind::RateLimited), (2, 0, Status::Pending));
+        // Two retries are paid for; the third failure finds the budget spent and buys none.
+        assert_eq!(attempt(FailureKind::Timeout), (3, 1, Status::Pending));
+        assert_eq!(attempt(FailureKind::Timeout), (4, 2, Status::Pending));
+        assert_eq!(attempt(FailureKind::Timeout), (5, 2, Status::Dead));
     }
 
     #[test]
