@@ -19,6 +19,15 @@ use crate::engine::store::{
 };
 use crate::engine::worker::{RunMode, Worker};
 
+/// `println!` that hands a failed write back as an error instead of panicking, so that
+/// `gleaner jobs list | head` ends quietly when the reader stops reading (see [`main`]).
+macro_rules! println {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)?
+    }};
+}
+
 #[derive(Debug, Parser)]
 #[command(name = "gleaner", version, about = "Pull web pages into a local knowledge base.", long_about = None)]
 pub struct Cli {
@@ -281,6 +290,14 @@ pub fn main() -> ExitCode {
     init_tracing();
     match run(cli) {
         Ok(code) => code,
+        // The reader of our output has gone (`| head`): nothing is wrong, and no one is left
+        // to tell.
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("gleaner: {e:#}");
             ExitCode::FAILURE
@@ -737,16 +754,16 @@ fn jobs(
                 return Ok(ExitCode::SUCCESS);
             }
             let results = store.retry(&ids, policy.max_retries, now)?;
-            Ok(report_actions(&results, "queued again"))
+            report_actions(&results, "queued again")
         }
         JobsCommand::Cancel { ids } => {
             let results = store.cancel(&ids, now)?;
-            Ok(report_actions(&results, "cancelled"))
+            report_actions(&results, "cancelled")
         }
     }
 }
 
-fn report_actions(results: &[ActionResult], verb: &str) -> ExitCode {
+fn report_actions(results: &[ActionResult], verb: &str) -> anyhow::Result<ExitCode> {
     let mut failed = false;
     for r in results {
         match r {
@@ -761,11 +778,11 @@ fn report_actions(results: &[ActionResult], verb: &str) -> ExitCode {
             }
         }
     }
-    if failed {
+    Ok(if failed {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
-    }
+    })
 }
 
 fn next_column(j: &Job, now: i64) -> String {

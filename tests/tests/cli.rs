@@ -355,3 +355,29 @@ fn without_a_display_the_window_says_so_instead_of_crashing() {
     );
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn output_into_a_pipe_whose_reader_has_gone_ends_quietly() {
+    // `gleaner jobs list | head -1`: the reader stops before the listing does.
+    let sb = Sandbox::new();
+    let urls: Vec<String> = (0..2_000)
+        .map(|i| format!("https://example.com/a-long-enough-path/{i}"))
+        .collect();
+    let mut add = vec!["add"];
+    add.extend(urls.iter().map(String::as_str));
+    assert!(sb.run(&add).status.success());
+    let mut child = sb
+        .cmd()
+        .args(["jobs", "list", "--limit", "2000"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("gleaner jobs list");
+    // 2,000 lines are more than a pipe holds, so the listing is still writing when the read
+    // end closes, whenever that is.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    let err = stderr(&out);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(out.status.success(), "{:?}: {err}", out.status);
+}
