@@ -3110,6 +3110,41 @@ mod tests {
     }
 
     #[test]
+    fn a_claim_rolled_back_leaves_no_remembered_key_ahead_of_the_database() {
+        // The claim moves the lane's remembered cursor in memory before its transaction
+        // commits; if the transaction then fails, the next claim must read the lane again
+        // rather than trust keys past a job that is still pending.
+        let s = Store::open_in_memory().expect("store");
+        let jobs: Vec<_> = (1..=3)
+            .map(|i| job(&format!("http://a.example/{i}")))
+            .collect();
+        s.enqueue(None, &jobs, 2, 0).expect("enqueue");
+        let lease = Duration::from_secs(60);
+        let first = s.claim("w", 1, lease, 9).expect("claim").expect("job");
+        assert_eq!(first.job_id, 1);
+        // Fail the claim's last write, after job 2 was started and its lane moved past it.
+        let conn = || s.conn().expect("connection");
+        conn()
+            .execute_batch(
+                "CREATE TEMP TRIGGER fail_the_claim BEFORE UPDATE ON main.batches \
+                 BEGIN SELECT RAISE(ABORT, 'injected'); END;",
+            )
+            .expect("trigger");
+        assert!(s.claim("w", 1, lease, 9).is_err(), "the claim must fail");
+        conn()
+            .execute_batch("DROP TRIGGER fail_the_claim")
+            .expect("drop");
+        let status: String = conn()
+            .query_row("SELECT status FROM jobs WHERE id = 2", [], |r| r.get(0))
+            .expect("job 2");
+        assert_eq!(status, "pending", "rolled back");
+        let order: Vec<i64> = std::iter::from_fn(|| s.claim("w", 1, lease, 9).expect("claim"))
+            .map(|c| c.job_id)
+            .collect();
+        assert_eq!(order, [2, 3]);
+    }
+
+    #[test]
     fn two_connections_claiming_from_the_same_lanes_pass_no_pending_job_and_repeat_none() {
         // Each connection remembers keys read ahead in the lanes; the other one's claims,
         // failures and retries must make it read again, never claim a job twice, and never
