@@ -208,6 +208,14 @@ fn run_logs_each_attempt_from_the_committed_state() {
         text.contains("attempts   3\nretries    0 of 5 used\n"),
         "{text}"
     );
+    assert!(
+        !text.contains("budget of 2 spent"),
+        "the old verdict: {text}"
+    );
+    assert!(
+        text.contains("transient HTTP 503"),
+        "the history keeps the failures: {text}"
+    );
     assert_eq!(again["history"].as_array().expect("history").len(), 3);
     let out = sb.run(&[
         "--base-delay",

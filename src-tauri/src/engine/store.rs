@@ -1586,10 +1586,14 @@ fn status_of(tx: &Transaction<'_>, id: i64) -> Result<Option<Status>> {
 }
 
 fn revive(tx: &Transaction<'_>, id: i64, max_retries: u32, now: Millis) -> Result<()> {
+    // The last error goes too: it was the verdict on the old budget ("…; retry budget of 2
+    // spent"), and on a job queued again it reads as if the job had died again. The attempt
+    // history keeps every failure.
     tx.execute(
         "UPDATE jobs SET status = 'pending', run_at = ?2, max_retries = ?3, net_failures = 0, \
              server_failures = 0, rate_limits = 0, blocked_failures = 0, budget_started_at = ?2, updated_at = ?2, \
-             finished_at = NULL, dead_notified = 0, lease_owner = NULL, lease_until = NULL \
+             finished_at = NULL, dead_notified = 0, lease_owner = NULL, lease_until = NULL, \
+             error_class = NULL, error = NULL, http_status = NULL \
          WHERE id = ?1",
         params![id, now, max_retries],
     )?;
@@ -2764,6 +2768,17 @@ mod tests {
         // A manual retry gives a fresh budget and keeps the history.
         let ids = s.retry_dead(None, 2, now).expect("retry");
         assert_eq!(ids, vec![failed.job.id]);
+        let revived = s.job(failed.job.id).expect("read").expect("job");
+        assert_eq!(
+            (
+                revived.status,
+                revived.error_class,
+                revived.error.as_deref()
+            ),
+            (Status::Pending, None, None),
+            "no death verdict on a job queued again"
+        );
+        assert_eq!(s.attempts(revived.id).expect("attempts").len(), 3);
         let c = s
             .claim("w", now, Duration::from_secs(60), 2)
             .expect("claim")
