@@ -3266,7 +3266,6 @@ mod tests {
         assert_eq!(again.job_id, c.job_id);
     }
 
-    /// Pending jobs that no lane's cursor can reach: must always be none.
     /// A repeatable dice for scripted mixes: `roll(n)` is in 0..n.
     fn rolls(mut seed: u64) -> impl FnMut(u64) -> u64 {
         move |n| {
@@ -3277,6 +3276,7 @@ mod tests {
         }
     }
 
+    /// Pending jobs that no lane's cursor can reach: must always be none.
     fn jobs_hidden_from_their_lanes(s: &Store) -> Vec<i64> {
         let conn = s.conn().expect("conn");
         conn.prepare(
