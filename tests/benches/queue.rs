@@ -371,7 +371,8 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
                 drop(conns);
             }
             drop(kept);
-            let summary = |runs: &[DrainRate]| {
+            // The median rate, and the drains' fields named with `prefix` ("warm_" or none).
+            let summary = |prefix: &str, runs: &[DrainRate]| {
                 let rates = median(runs.iter().map(|r| r.per_sec).collect());
                 let cpu = median(runs.iter().map(|r| r.cpu_us).collect());
                 let wait = median(runs.iter().map(|r| r.wait_us).collect());
@@ -379,14 +380,14 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
                 (
                     rates,
                     format!(
-                        ",\"inflight\":32,\"drain_rates\":{all:.0?},\"cpu_us_per_job\":{cpu:.1},\"cpu_wait_us_per_job\":{wait:.1}"
+                        ",\"{prefix}drain_rates\":{all:.0?},\"{prefix}cpu_us_per_job\":{cpu:.1},\"{prefix}cpu_wait_us_per_job\":{wait:.1}"
                     ),
                 )
             };
-            let (big_rate, big_fields) = summary(&big);
-            let (warm_rate, _) = summary(&warm);
-            let (small_rate, small_fields) = summary(&small);
-            let (warm_small_rate, _) = summary(&warm_small);
+            let (big_rate, big_fields) = summary("", &big);
+            let (warm_rate, warm_fields) = summary("warm_", &warm);
+            let (small_rate, small_fields) = summary("", &small);
+            let (warm_small_rate, warm_small_fields) = summary("warm_", &warm_small);
             let ratios = |big: &[DrainRate], small: &[DrainRate]| -> (Vec<f64>, f64) {
                 let pairs: Vec<f64> = big
                     .iter()
@@ -399,12 +400,6 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
             };
             let (pair_ratios, cpu_ratio) = ratios(&big, &small);
             let (warm_pair_ratios, warm_cpu_ratio) = ratios(&warm, &warm_small);
-            let rates =
-                |runs: &[DrainRate]| -> Vec<f64> { runs.iter().map(|r| r.per_sec).collect() };
-            let warm_rates = rates(&warm);
-            let warm_small_rates = rates(&warm_small);
-            let warm_cpu = median(warm.iter().map(|r| r.cpu_us).collect());
-            let warm_small_cpu = median(warm_small.iter().map(|r| r.cpu_us).collect());
             line_with(
                 sync,
                 "claim_1m",
@@ -412,7 +407,7 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
                 10_000,
                 10_000.0 / big_rate,
                 &format!(
-                    ",\"claim_p50_ms\":{p50:.4},\"claim_p99_ms\":{p99:.4}{big_fields},\"warm_per_sec\":{warm_rate:.1},\"warm_drain_rates\":{warm_rates:.0?},\"warm_cpu_us_per_job\":{warm_cpu:.1}"
+                    ",\"claim_p50_ms\":{p50:.4},\"claim_p99_ms\":{p99:.4},\"inflight\":32{big_fields},\"warm_per_sec\":{warm_rate:.1}{warm_fields}"
                 ),
             );
             line_with(
@@ -430,7 +425,7 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
                 10_000,
                 10_000.0 / small_rate,
                 &format!(
-                    "{small_fields},\"ratio_1m_10k\":{:.3},\"pair_ratios\":{pair_ratios:.2?},\"median_pair_ratio\":{:.3},\"cpu_ratio_1m_10k\":{cpu_ratio:.3},\"warm_per_sec\":{warm_small_rate:.1},\"warm_drain_rates\":{warm_small_rates:.0?},\"warm_cpu_us_per_job\":{warm_small_cpu:.1},\"warm_ratio_1m_10k\":{:.3},\"warm_pair_ratios\":{warm_pair_ratios:.2?},\"warm_median_pair_ratio\":{:.3},\"warm_cpu_ratio_1m_10k\":{warm_cpu_ratio:.3}",
+                    ",\"inflight\":32{small_fields},\"ratio_1m_10k\":{:.3},\"pair_ratios\":{pair_ratios:.2?},\"median_pair_ratio\":{:.3},\"cpu_ratio_1m_10k\":{cpu_ratio:.3},\"warm_per_sec\":{warm_small_rate:.1}{warm_small_fields},\"warm_ratio_1m_10k\":{:.3},\"warm_pair_ratios\":{warm_pair_ratios:.2?},\"warm_median_pair_ratio\":{:.3},\"warm_cpu_ratio_1m_10k\":{warm_cpu_ratio:.3}",
                     big_rate / small_rate,
                     median(pair_ratios.clone()),
                     warm_rate / warm_small_rate,
