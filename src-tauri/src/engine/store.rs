@@ -3844,10 +3844,12 @@ mod tests {
         // 256 frames are 1 MiB; without the writer's checkpoint this drain grows the WAL to
         // about 25 MB.
         assert!(largest < 4 << 20, "the WAL grew to {largest} bytes");
-        // Rewound in place: a file cut back at each rewind is grown again block by block.
+        // Rewound in place: a file cut back below what the next 256 frames need is grown again
+        // block by block. (When a checkpoint waits for the background one, the WAL passes the
+        // mark by a few commits; one past the limit is cut back to the limit, which is fine.)
         assert!(
-            cut_back.is_empty(),
-            "the WAL file was cut back: {cut_back:?}"
+            cut_back.iter().all(|&(_, to)| to as i64 >= wal_bytes(256)),
+            "the WAL file was cut back below 256 frames: {cut_back:?}"
         );
     }
 }
