@@ -13,9 +13,13 @@
 //! kept open ("warm", as a worker's is). Each drain also reports its workers' CPU time per job
 //! and their wait for a CPU, so the machine's other tenants show.
 //!
+//! `wal_frames` counts what a drain of 1,000 jobs writes to the WAL, per table and index, from
+//! the drain bench's queue of N jobs and from the 1M-job queue.
+//!
 //! Run: `cargo bench -p gleaner-tests --bench queue` (GLEANER_BENCH_N changes N,
 //! GLEANER_BENCH_ROUNDS the repetitions, GLEANER_BENCH_SYNC=NORMAL or FULL picks one level,
-//! GLEANER_BENCH_OPS a comma list of ops: enqueue_one, enqueue_batch, drain, claim_1m).
+//! GLEANER_BENCH_OPS a comma list of ops: enqueue_one, enqueue_batch, drain, claim_1m,
+//! wal_frames).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -197,6 +201,112 @@ fn time_claims(store: &Store, n: usize, now: i64) -> (f64, f64, f64) {
     (percentile(&lat, 0.5), percentile(&lat, 0.99), total)
 }
 
+/// The 1M-job queue of issue 5, due at `now`: in the oldest batch a paused host's 100,000
+/// jobs first, then 400,000 due jobs over 1,000 hosts; in a second batch 500,000 jobs backed
+/// off (due in an hour).
+fn queue_1m(store: &Store, now: i64) {
+    let paused: Vec<NewJob> = (0..100_000)
+        .map(|i| {
+            let url = format!("https://paused.example/{i}");
+            NewJob {
+                url_key: url.clone(),
+                url,
+                host: "paused.example".into(),
+            }
+        })
+        .collect();
+    let head = store.create_batch("head", "bench", now).expect("batch");
+    store.enqueue(Some(head), &paused, 5, now).expect("enqueue");
+    store
+        .enqueue(Some(head), &named_jobs("due", 0, 400_000, 1000), 5, now)
+        .expect("enqueue");
+    store
+        .enqueue(
+            None,
+            &named_jobs("later", 0, 500_000, 1000),
+            5,
+            now + 3_600_000,
+        )
+        .expect("enqueue");
+    store.pause_host("paused.example", now).expect("pause");
+}
+
+/// Which tables and indexes a drain writes, measured in the WAL: drains `jobs` jobs from the
+/// queue at `dir`, `inflight` at a time, on one connection without the background checkpointer
+/// (so that the WAL keeps every frame; `jobs` must stay below the automatic checkpoint's 4,000
+/// frames), then reads the page number of every frame and maps it to its B-tree with the
+/// `dbstat` table. Prints the commits and the frames per job of each B-tree.
+fn wal_frames(dir: &std::path::Path, queue: &str, inflight: usize, jobs: usize, now: i64) {
+    let path = db_path(dir);
+    let store = Store::open(&path).expect("store");
+    let policy = Policy::default();
+    let (mut claimed, mut done, mut steps) = (0, 0, 0);
+    let mut finished = Vec::new();
+    while done < jobs {
+        steps += 1;
+        let request = ClaimRequest {
+            owner: "bench",
+            lease: Duration::from_secs(600),
+            per_host: policy.per_host,
+            max: inflight.min(jobs - claimed),
+        };
+        let step = store
+            .step(std::mem::take(&mut finished), &policy, now, Some(&request))
+            .expect("step");
+        done += step.settled.len();
+        claimed += step.claimed.len();
+        finished = gleaner_tests::succeed_all(step.claimed);
+    }
+    // A copy, taken while the connection is open: closing it checkpoints and deletes the WAL.
+    let copy = tempfile::tempdir().expect("tempdir");
+    let copied = copy.path().join("copy.db");
+    std::fs::copy(&path, &copied).expect("copy the database");
+    let wal = std::fs::read(path.with_extension("db-wal")).expect("the WAL");
+    std::fs::write(copied.with_extension("db-wal"), &wal).expect("copy the WAL");
+    drop(store);
+    let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    let page_size = be(&wal[8..]) as usize;
+    let mut frames: std::collections::HashMap<u32, usize> = Default::default();
+    let mut commits = 0;
+    for frame in wal[32..].chunks_exact(24 + page_size) {
+        // A frame of an earlier generation of the WAL has other salts.
+        if frame[8..16] != wal[16..24] {
+            break;
+        }
+        *frames.entry(be(frame)).or_default() += 1;
+        commits += usize::from(be(&frame[4..]) != 0);
+    }
+    assert_eq!(
+        commits, steps,
+        "an automatic checkpoint rewound the WAL: drain fewer jobs"
+    );
+    let conn = rusqlite::Connection::open(&copied).expect("open the copy");
+    let mut names: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut stmt = conn
+        .prepare("SELECT name, pageno FROM dbstat")
+        .expect("dbstat");
+    let pages: std::collections::HashMap<u32, String> = stmt
+        .query_map([], |r| Ok((r.get(1)?, r.get(0)?)))
+        .expect("dbstat")
+        .collect::<rusqlite::Result<_>>()
+        .expect("dbstat");
+    for (page, n) in &frames {
+        let name = pages.get(page).cloned().unwrap_or_else(|| "(free)".into());
+        *names.entry(name).or_default() += n;
+    }
+    let total: usize = frames.values().sum();
+    let per_job: Vec<String> = names
+        .iter()
+        .map(|(name, n)| format!("\"{name}\":{:.3}", *n as f64 / jobs as f64))
+        .collect();
+    println!(
+        "{{\"op\":\"wal_frames\",\"queue\":\"{queue}\",\"inflight\":{inflight},\"jobs\":{jobs},\"commits\":{commits},\"frames_per_commit\":{:.2},\"frames_per_job\":{:.3},\"per_job\":{{{}}}}}",
+        total as f64 / commits.max(1) as f64,
+        total as f64 / jobs as f64,
+        per_job.join(",")
+    );
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
@@ -281,31 +391,8 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
             // Oldest batch: a paused host's 100,000 jobs first, then 400,000 due jobs over
             // 1,000 hosts. A second batch: 500,000 jobs backed off (due in an hour).
             let now = 1_000_000;
-            let paused: Vec<NewJob> = (0..100_000)
-                .map(|i| {
-                    let url = format!("https://paused.example/{i}");
-                    NewJob {
-                        url_key: url.clone(),
-                        url,
-                        host: "paused.example".into(),
-                    }
-                })
-                .collect();
             let t = Instant::now();
-            let head = store.create_batch("head", "bench", now).expect("batch");
-            store.enqueue(Some(head), &paused, 5, now).expect("enqueue");
-            store
-                .enqueue(Some(head), &named_jobs("due", 0, 400_000, 1000), 5, now)
-                .expect("enqueue");
-            store
-                .enqueue(
-                    None,
-                    &named_jobs("later", 0, 500_000, 1000),
-                    5,
-                    now + 3_600_000,
-                )
-                .expect("enqueue");
-            store.pause_host("paused.example", now).expect("pause");
+            queue_1m(&store, now);
             store.checkpoint_in_background().expect("checkpointer");
             eprintln!("built the 1M queue in {:.1} s", t.elapsed().as_secs_f64());
             let (p50, p99, _) = time_claims(&store, 20_000, now + 1);
@@ -433,6 +520,20 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
                 ),
             );
         }
+        "wal_frames" => {
+            // The drain bench's queue, and the 1M-job queue: what one drain writes to each.
+            let now = 1_000_000;
+            store.enqueue(None, &all, 5, now).expect("enqueue");
+            drop(store);
+            for k in inflight() {
+                wal_frames(dir.path(), &format!("{n}"), k, 1_000, now);
+            }
+            let big = tempfile::tempdir().expect("tempdir");
+            queue_1m(&open(big.path(), full), now);
+            for k in inflight() {
+                wal_frames(big.path(), "1m", k, 1_000, now + 1);
+            }
+        }
         other => panic!("unknown op {other}"),
     }
 }
@@ -470,6 +571,7 @@ fn main() {
                 ("drain", 1),
                 ("drain", 4),
                 ("claim_1m", 1),
+                ("wal_frames", 1),
             ] {
                 if !ops.iter().any(|o| o == op) {
                     continue;
