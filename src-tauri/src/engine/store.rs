@@ -63,6 +63,9 @@ pub fn migrations() -> Migrations<'static> {
         M::up(include_str!(
             "../../migrations/0013_finished_jobs_apart.sql"
         )),
+        M::up(include_str!(
+            "../../migrations/0014_success_kept_in_the_job_row.sql"
+        )),
     ])
 }
 
@@ -495,16 +498,26 @@ const CLAIM_HOST: &str = "SELECT \
 const CLAIM_JOB_SQL: &str = "UPDATE jobs SET status = 'running', lease_owner = ?2, \
          lease_until = ?3, attempts = attempts + 1, updated_at = ?4, attempt_started_at = ?4 \
      WHERE id = ?1 AND status = 'pending' AND batch_id = ?5 AND host = ?6 AND run_at = ?7";
-/// Record a success, if the job is still this worker's.
+/// Record a success, if the job is still this worker's. The row keeps the attempt: when it
+/// started, and who ran it (migration 0014).
 const COMPLETE_SQL: &str = "UPDATE jobs SET status = 'done', lease_owner = NULL, \
-         lease_until = NULL, final_url = ?3, http_status = ?4, title = ?5, document = ?6, \
-         content_type = ?7, sha256 = ?8, error_class = NULL, error = NULL, updated_at = ?9, \
-         finished_at = ?9, attempt_started_at = NULL \
+         finished_by = lease_owner, lease_until = NULL, final_url = ?3, http_status = ?4, \
+         title = ?5, document = ?6, content_type = ?7, sha256 = ?8, error_class = NULL, \
+         error = NULL, updated_at = ?9, finished_at = ?9 \
      WHERE id = ?1 AND status = 'running' AND lease_owner = ?2";
 /// Write an attempt's history row when it ends.
-const END_ATTEMPT_SQL: &str = "INSERT INTO attempts (job_id, number, started_at, finished_at, \
+const END_ATTEMPT_SQL: &str = "INSERT INTO attempt_log (job_id, number, started_at, finished_at, \
          outcome, kind, http_status, error, delay_ms, worker) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+
+/// A job's attempts: the finished ones (the `attempts` view, migration 0014), then the one in
+/// flight, which lives on the running job's row.
+const HISTORY_SQL: &str = "SELECT * FROM (SELECT number, started_at, finished_at, outcome, kind, \
+         http_status, error, delay_ms, worker, id FROM attempts WHERE job_id = ?1 \
+     UNION ALL \
+     SELECT attempts, coalesce(attempt_started_at, updated_at), NULL, NULL, NULL, NULL, \
+         NULL, NULL, lease_owner, NULL FROM jobs WHERE id = ?1 AND status = 'running') \
+     ORDER BY number, id IS NULL, id";
 
 /// Move a batch to the back of the rotation, and remember the last lane it served.
 const SERVED_SQL: &str = "UPDATE batches SET served_seq = 1 + coalesce( \
@@ -1001,14 +1014,7 @@ impl Store {
     /// A job's attempt history, oldest first, ending with the attempt in flight if it runs.
     pub fn attempts(&self, job_id: i64) -> Result<Vec<Attempt>> {
         let conn = self.conn()?;
-        let mut stmt = conn.prepare_cached(
-            "SELECT * FROM (SELECT number, started_at, finished_at, outcome, kind, http_status, \
-                     error, delay_ms, worker, id FROM attempts WHERE job_id = ?1 \
-                 UNION ALL \
-                 SELECT attempts, coalesce(attempt_started_at, updated_at), NULL, NULL, NULL, NULL, \
-                     NULL, NULL, lease_owner, NULL FROM jobs WHERE id = ?1 AND status = 'running') \
-             ORDER BY number, id IS NULL, id",
-        )?;
+        let mut stmt = conn.prepare_cached(HISTORY_SQL)?;
         let rows = stmt
             .query_map([job_id], |r| {
                 Ok(Attempt {
@@ -1224,7 +1230,7 @@ impl Store {
                     Some(Status::Pending | Status::Running) => {
                         // The attempt in flight, if any, ends here.
                         tx.execute(
-                            "INSERT INTO attempts (job_id, number, started_at, finished_at, outcome, worker) \
+                            "INSERT INTO attempt_log (job_id, number, started_at, finished_at, outcome, worker) \
                              SELECT id, attempts, coalesce(attempt_started_at, updated_at), ?2, 'cancelled', \
                                  lease_owner FROM jobs WHERE id = ?1 AND status = 'running'",
                             params![id, now],
@@ -1602,6 +1608,13 @@ fn status_of(tx: &Transaction<'_>, id: i64) -> Result<Option<Status>> {
 }
 
 fn revive(tx: &Transaction<'_>, id: i64, max_retries: u32, now: Millis) -> Result<()> {
+    // A done job's success is kept in its row (migration 0014), which is about to be reset.
+    tx.execute(
+        "INSERT INTO attempt_log (job_id, number, started_at, finished_at, outcome, http_status, worker) \
+         SELECT id, attempts, attempt_started_at, finished_at, 'success', http_status, finished_by \
+         FROM jobs WHERE id = ?1 AND status = 'done' AND attempt_started_at IS NOT NULL",
+        [id],
+    )?;
     // The last error goes too: it was the verdict on the old budget ("…; retry budget of 2
     // spent"), and on a job queued again it reads as if the job had died again. The attempt
     // history keeps every failure.
@@ -1609,7 +1622,8 @@ fn revive(tx: &Transaction<'_>, id: i64, max_retries: u32, now: Millis) -> Resul
         "UPDATE jobs SET status = 'pending', run_at = ?2, max_retries = ?3, net_failures = 0, \
              server_failures = 0, rate_limits = 0, blocked_failures = 0, budget_started_at = ?2, updated_at = ?2, \
              finished_at = NULL, dead_notified = 0, lease_owner = NULL, lease_until = NULL, \
-             error_class = NULL, error = NULL, http_status = NULL \
+             error_class = NULL, error = NULL, http_status = NULL, attempt_started_at = NULL, \
+             finished_by = NULL \
          WHERE id = ?1",
         params![id, now, max_retries],
     )?;
@@ -2044,22 +2058,19 @@ fn complete_in(
         success.sha256,
         now
     ])?;
-    // The committed row, for the log line and the window's event.
+    // The committed row, for the log line and the window's event. It is also the attempt's
+    // history (migration 0014); a result that came too late gets a row in `attempts`.
     let job = if changed == 1 {
         load_job(tx, claimed.job_id)?
     } else {
+        let end = AttemptEnd {
+            outcome: "success_discarded",
+            http_status: Some(success.http_status),
+            ..AttemptEnd::default()
+        };
+        end_attempt(tx, &AttemptRef::from(claimed), now, &end, true)?;
         None
     };
-    let end = AttemptEnd {
-        outcome: if job.is_some() {
-            "success"
-        } else {
-            "success_discarded"
-        },
-        http_status: Some(success.http_status),
-        ..AttemptEnd::default()
-    };
-    end_attempt(tx, &AttemptRef::from(claimed), now, &end, job.is_none())?;
     // Only a throttled host keeps a success streak; the others need no write.
     if job.is_some() && claimed.throttled {
         record_host_success(tx, &claimed.host, policy.per_host)?;
@@ -2216,7 +2227,7 @@ fn end_attempt(
     if late {
         let replaced = tx
             .prepare_cached(
-                "UPDATE attempts SET finished_at = ?3, outcome = ?4, kind = ?5, http_status = ?6, \
+                "UPDATE attempt_log SET finished_at = ?3, outcome = ?4, kind = ?5, http_status = ?6, \
                      error = ?7, delay_ms = ?8 WHERE job_id = ?1 AND number = ?2",
             )?
             .execute(params![
@@ -2419,7 +2430,7 @@ mod tests {
         let v: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .expect("version");
-        assert_eq!(v, 13);
+        assert_eq!(v, 14);
         let (url, notified): (String, i64) = conn
             .query_row("SELECT url, dead_notified FROM jobs", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))
@@ -2539,6 +2550,98 @@ mod tests {
             None,
         )
         .expect("a late result for a deleted job does not fail the step");
+    }
+
+    #[test]
+    fn a_done_job_keeps_its_success_in_its_row_and_a_refetch_keeps_it_in_the_history() {
+        let s = Store::open_in_memory().expect("store");
+        let policy = Policy::default();
+        s.enqueue(None, &[job("http://a.example/1")], 5, 0)
+            .expect("enqueue");
+        let c = s
+            .claim("w1", 10, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("a job");
+        let ok = |status| Success {
+            final_url: c.url.clone(),
+            http_status: status,
+            ..Success::default()
+        };
+        s.complete(&c, &ok(200), &policy, 25).expect("complete");
+        let rows = || -> i64 {
+            s.conn()
+                .expect("conn")
+                .query_row("SELECT count(*) FROM attempt_log", [], |r| r.get(0))
+                .expect("count")
+        };
+        assert_eq!(rows(), 0, "a success writes no row of its own");
+        let done = s.attempts(c.job_id).expect("attempts");
+        assert_eq!(done.len(), 1, "{done:?}");
+        assert_eq!(
+            (
+                done[0].number,
+                done[0].started_at,
+                done[0].finished_at,
+                done[0].outcome.as_deref(),
+                done[0].http_status,
+                done[0].worker.as_deref()
+            ),
+            (1, 10, Some(25), Some("success"), Some(200), Some("w1"))
+        );
+        // Fetched again: the first success moves into `attempts` before the row is reset.
+        s.retry(&[c.job_id], 5, 30).expect("retry");
+        assert_eq!(rows(), 1);
+        let c2 = s
+            .claim("w2", 40, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("the job again");
+        s.complete(&c2, &ok(203), &policy, 50).expect("complete");
+        let history = s.attempts(c.job_id).expect("attempts");
+        let seen: Vec<_> = history
+            .iter()
+            .map(|a| {
+                (
+                    a.number,
+                    a.started_at,
+                    a.finished_at,
+                    a.http_status,
+                    a.worker.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (1, 10, Some(25), Some(200), Some("w1")),
+                (2, 40, Some(50), Some(203), Some("w2"))
+            ]
+        );
+    }
+
+    #[test]
+    fn a_job_done_before_its_success_stayed_in_its_row_has_that_success_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("v13.db");
+        {
+            let mut conn = Connection::open(&path).expect("open");
+            migrations().to_version(&mut conn, 13).expect("v13");
+            conn.execute_batch(
+                "INSERT INTO batches (id, name, source, created_at) VALUES (1, 'b', 'cli', 1); \
+                 INSERT INTO jobs (id, url, url_key, host, batch_id, status, run_at, attempts, \
+                     max_retries, budget_started_at, created_at, updated_at, finished_at, http_status) \
+                 VALUES (7, 'http://a.example/', 'http://a.example/', 'a.example', 1, 'done', 1, 1, \
+                     5, 1, 1, 20, 20, 200); \
+                 INSERT INTO attempts (job_id, number, started_at, finished_at, outcome, http_status, worker) \
+                     VALUES (7, 1, 10, 20, 'success', 200, 'old-worker');",
+            )
+            .expect("v13 rows");
+        }
+        let store = Store::open(&path).expect("migrate");
+        let history = store.attempts(7).expect("attempts");
+        assert_eq!(history.len(), 1, "{history:?}");
+        assert_eq!(history[0].worker.as_deref(), Some("old-worker"));
+        store.retry(&[7], 5, 30).expect("retry");
+        assert_eq!(store.attempts(7).expect("attempts").len(), 1);
     }
 
     #[test]
@@ -3665,6 +3768,38 @@ mod tests {
         assert!(
             qpsg,
             "cached statements are not re-prepared for new bound values"
+        );
+    }
+
+    #[test]
+    fn a_jobs_history_is_read_by_its_key() {
+        // The `attempts` view is a union (migration 0014): the job's key must reach both of
+        // its parts, or each history read would scan every job and every attempt.
+        let s = Store::open_in_memory().expect("store");
+        let conn = s.conn().expect("conn");
+        let plan: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {HISTORY_SQL}"))
+            .expect("prepare")
+            .query_map([7], |r| r.get::<_, String>(3))
+            .expect("plan")
+            .collect::<rusqlite::Result<_>>()
+            .expect("rows");
+        let plan = plan.join("\n");
+        assert!(
+            plan.contains("SEARCH attempt_log USING INDEX attempts_job (job_id=?)"),
+            "{plan}"
+        );
+        assert_eq!(
+            plan.matches("SEARCH jobs USING INTEGER PRIMARY KEY (rowid=?)")
+                .count(),
+            2,
+            "{plan}"
+        );
+        assert!(
+            !plan
+                .lines()
+                .any(|l| l == "SCAN jobs" || l == "SCAN attempt_log"),
+            "{plan}"
         );
     }
 
