@@ -21,7 +21,7 @@ use super::fetch::{Fetcher, Limits};
 use super::library::{Library, LibraryError, Provenance, SaveOptions};
 use super::policy::{self, Decision, Failure, FailureKind, Policy};
 use super::store::{
-    ClaimRequest, Claimed, Failed, Finish, Job, OfflineState, Settled, Status, Store, StoreError,
+    ClaimRequest, Claimed, Failed, Finish, OfflineState, Settled, Status, Store, StoreError,
     Success,
 };
 
@@ -43,10 +43,12 @@ pub enum RunMode {
     Forever,
 }
 
-/// A committed change to a job, for the desktop shell's live updates.
+/// A committed change to a job, for the desktop shell's live updates (which re-read what they
+/// show).
 #[derive(Debug, Clone)]
 pub struct JobEvent {
-    pub job: Job,
+    pub job_id: i64,
+    pub status: Status,
 }
 
 /// Counts of what one `run` did, for the CLI's closing line.
@@ -442,25 +444,29 @@ impl Worker {
 
     fn report(&self, claimed: &Claimed, finish: &Finish, settled: &Settled) -> Outcome {
         match settled {
-            Settled::Done(job) => {
-                tracing::info!(
-                    job = job.id,
-                    "GET {} done: {} {}, saved {} (attempt {}).",
-                    job.url,
-                    job.http_status.unwrap_or(200),
-                    reqwest::StatusCode::from_u16(job.http_status.unwrap_or(200))
-                        .ok()
-                        .and_then(|s| s.canonical_reason())
-                        .unwrap_or("OK"),
-                    job.document.as_deref().unwrap_or("-"),
-                    job.attempts
-                );
-                self.emit(job);
+            Settled::Done => {
+                // What the transaction committed: the claim's attempt and this success (only a
+                // success settles as done).
+                if let Finish::Success(success) = finish {
+                    tracing::info!(
+                        job = claimed.job_id,
+                        "GET {} done: {} {}, saved {} (attempt {}).",
+                        claimed.url,
+                        success.http_status,
+                        reqwest::StatusCode::from_u16(success.http_status)
+                            .ok()
+                            .and_then(|s| s.canonical_reason())
+                            .unwrap_or("OK"),
+                        success.document.as_deref().unwrap_or("-"),
+                        claimed.attempt
+                    );
+                }
+                self.emit(claimed.job_id, Status::Done);
                 Outcome::Done
             }
             Settled::Failed(failed) => {
                 self.log_failure(failed);
-                self.emit(&failed.job);
+                self.emit(failed.job.id, failed.job.status);
                 match failed.job.status {
                     Status::Dead => Outcome::Dead,
                     _ => Outcome::Retried,
@@ -477,7 +483,7 @@ impl Worker {
                         Finish::Success(_) => "",
                     }
                 );
-                self.emit(job);
+                self.emit(job.id, job.status);
                 Outcome::Retried
             }
             Settled::Discarded => {
@@ -508,7 +514,7 @@ impl Worker {
             .await?;
         for failed in &recovered {
             self.log_failure(failed);
-            self.emit(&failed.job);
+            self.emit(failed.job.id, failed.job.status);
         }
         Ok(recovered.len())
     }
@@ -633,9 +639,9 @@ impl Worker {
         }
     }
 
-    fn emit(&self, job: &Job) {
+    fn emit(&self, job_id: i64, status: Status) {
         // No receivers (the CLI) is fine.
-        let _ = self.events.send(JobEvent { job: job.clone() });
+        let _ = self.events.send(JobEvent { job_id, status });
     }
 }
 
