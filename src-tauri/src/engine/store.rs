@@ -603,8 +603,8 @@ fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
 }
 
 fn load_job(conn: &Connection, id: i64) -> rusqlite::Result<Option<Job>> {
-    // Cached: every completion reads its row back, and parsing this join each time cost more
-    // than the rest of the completion.
+    // Cached: every failure reads its row back (and so did every completion once), and
+    // parsing this join each time cost more than the rest of the completion.
     static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         format!(
             "SELECT {JOB_COLUMNS} FROM jobs j LEFT JOIN batches b ON b.id = j.batch_id WHERE j.id = ?1"
