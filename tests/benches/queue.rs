@@ -388,8 +388,6 @@ fn child(sync: &str, op: &str, workers: usize, n: usize) {
             }
         }
         "claim_1m" => {
-            // Oldest batch: a paused host's 100,000 jobs first, then 400,000 due jobs over
-            // 1,000 hosts. A second batch: 500,000 jobs backed off (due in an hour).
             let now = 1_000_000;
             let t = Instant::now();
             queue_1m(&store, now);

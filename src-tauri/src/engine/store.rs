@@ -3801,20 +3801,24 @@ mod tests {
         );
     }
 
+    /// The lines of `EXPLAIN QUERY PLAN` for `sql` with `args`.
+    fn query_plan(conn: &Connection, sql: &str, args: impl rusqlite::Params) -> String {
+        let rows: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .expect("prepare")
+            .query_map(args, |r| r.get::<_, String>(3))
+            .expect("plan")
+            .collect::<rusqlite::Result<_>>()
+            .expect("rows");
+        rows.join("\n")
+    }
+
     #[test]
     fn a_jobs_history_is_read_by_its_key() {
         // The `attempts` view is a union (migration 0014): the job's key must reach both of
         // its parts, or each history read would scan every job and every attempt.
         let s = Store::open_in_memory().expect("store");
-        let conn = s.conn().expect("conn");
-        let plan: Vec<String> = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {HISTORY_SQL}"))
-            .expect("prepare")
-            .query_map([7], |r| r.get::<_, String>(3))
-            .expect("plan")
-            .collect::<rusqlite::Result<_>>()
-            .expect("rows");
-        let plan = plan.join("\n");
+        let plan = query_plan(&s.conn().expect("conn"), HISTORY_SQL, [7]);
         assert!(
             plan.contains("SEARCH attempt_log USING INDEX attempts_job (job_id=?)"),
             "{plan}"
@@ -3839,15 +3843,8 @@ mod tests {
         // 0015): a query that does not repeat an index's condition would scan every job.
         let s = Store::open_in_memory().expect("store");
         let conn = s.conn().expect("conn");
-        let plan_of = |sql: &str, args: Vec<rusqlite::types::Value>| -> String {
-            let rows: Vec<String> = conn
-                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-                .expect("prepare")
-                .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
-                .expect("plan")
-                .collect::<rusqlite::Result<_>>()
-                .expect("rows");
-            rows.join("\n")
+        let plan_of = |sql: &str, args: Vec<rusqlite::types::Value>| {
+            query_plan(&conn, sql, rusqlite::params_from_iter(args))
         };
         let mut cases = vec![
             (
@@ -3905,16 +3902,7 @@ mod tests {
     fn the_claim_walks_indexes_without_sorting() {
         let s = Store::open_in_memory().expect("store");
         let conn = s.conn().expect("conn");
-        let plan_of = |sql: &str, args: &[&dyn rusqlite::ToSql]| -> String {
-            let rows: Vec<String> = conn
-                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-                .expect("prepare")
-                .query_map(args, |r| r.get::<_, String>(3))
-                .expect("plan")
-                .collect::<rusqlite::Result<_>>()
-                .expect("rows");
-            rows.join("\n")
-        };
+        let plan_of = |sql: &str, args: &[&dyn rusqlite::ToSql]| query_plan(&conn, sql, args);
         for (sql, args, indexes) in [
             (
                 CLAIM_BATCHES,
