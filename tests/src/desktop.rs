@@ -349,17 +349,26 @@ impl DesktopSession {
 
     /// Whether a `gleaner` process for this session's data folder is still running.
     pub fn app_running(&self) -> bool {
+        !self.app_pids().is_empty()
+    }
+
+    /// The `gleaner` processes running over this session's data directory.
+    pub fn app_pids(&self) -> Vec<u32> {
         let want = format!("GLEANER_DATA_DIR={}", self.data_dir.display());
         let Ok(procs) = std::fs::read_dir("/proc") else {
-            return false;
+            return Vec::new();
         };
-        procs.flatten().any(|p| {
-            let is_gleaner = std::fs::read_link(p.path().join("exe"))
-                .is_ok_and(|e| e.file_name().is_some_and(|n| n == "gleaner"));
-            is_gleaner
-                && std::fs::read(p.path().join("environ"))
-                    .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == want.as_bytes()))
-        })
+        procs
+            .flatten()
+            .filter(|p| {
+                let is_gleaner = std::fs::read_link(p.path().join("exe"))
+                    .is_ok_and(|e| e.file_name().is_some_and(|n| n == "gleaner"));
+                is_gleaner
+                    && std::fs::read(p.path().join("environ"))
+                        .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == want.as_bytes()))
+            })
+            .filter_map(|p| p.file_name().to_str()?.parse().ok())
+            .collect()
     }
 
     pub fn db_path(&self) -> PathBuf {

@@ -836,34 +836,76 @@ fn a_burst_of_deaths_is_summed_up_in_one_notification() {
     });
 }
 
+/// Launches `gleaner` again on `s`'s desktop and waits for it to end: it must not open a
+/// window of its own.
+async fn second_launch(s: &DesktopSession) -> std::process::Output {
+    let mut second = std::process::Command::new(gleaner_tests::gleaner_bin())
+        .env("DISPLAY", &s.display)
+        .env("DBUS_SESSION_BUS_ADDRESS", &s.bus_address)
+        .env("GLEANER_DATA_DIR", &s.data_dir)
+        .env("XDG_CONFIG_HOME", s.data_dir.join("xdg-config"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("second launch");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if second.try_wait().expect("wait").is_some() {
+            return second.wait_with_output().expect("output");
+        }
+        if Instant::now() > deadline {
+            let _ = second.kill();
+            panic!("the second launch opened a window of its own instead of handing over");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[test]
 fn a_second_launch_hands_over_to_the_first_and_the_cli_shares_its_queue() {
     gui(async {
         let server = FaultServer::start();
         let s = DesktopSession::launch().await;
-        // A second `gleaner` on the same desktop session exits at once, leaving one window.
-        let mut second = std::process::Command::new(gleaner_tests::gleaner_bin())
-            .env("DISPLAY", &s.display)
-            .env("DBUS_SESSION_BUS_ADDRESS", &s.bus_address)
-            .env("GLEANER_DATA_DIR", &s.data_dir)
-            .env("XDG_CONFIG_HOME", s.data_dir.join("xdg-config"))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("second launch");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let status = loop {
-            if let Some(status) = second.try_wait().expect("wait") {
-                break status;
-            }
-            if Instant::now() > deadline {
-                let _ = second.kill();
-                panic!("the second launch opened a window of its own instead of handing over");
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        let [first] = s.app_pids()[..] else {
+            panic!("one app process: {:?}", s.app_pids());
         };
-        assert!(status.success(), "{status:?}");
-        assert!(s.app_running(), "the first window is still there");
+
+        // A second `gleaner` on the same desktop session asks the first to show its window and
+        // ends, leaving one window.
+        let out = second_launch(&s).await;
+        let said = gleaner_tests::stderr(&out);
+        assert!(out.status.success(), "{:?}: {said}", out.status);
+        assert!(said.contains("already open on this desktop"), "{said}");
+        assert_eq!(
+            s.app_pids(),
+            [first],
+            "the first window is still there, alone"
+        );
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !s.app_log().contains("a second launch handed over") {
+            assert!(
+                Instant::now() < deadline,
+                "the first window never heard of the second"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+
+        // A first window that is frozen does not answer: the second launch says so and ends,
+        // rather than waiting for ever or opening a window over the same queue.
+        let signal = |sig: &str| {
+            let ok = std::process::Command::new("kill")
+                .args([sig, &first.to_string()])
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "kill {sig} {first}");
+        };
+        signal("-STOP");
+        let out = second_launch(&s).await;
+        signal("-CONT");
+        let said = gleaner_tests::stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{said}");
+        assert!(said.contains("did not answer within 5 s"), "{said}");
+        assert_eq!(s.app_pids(), [first]);
 
         // The CLI adds to the same queue; the open window fetches it and shows it.
         s.cli(&["add", &server.url("/page?title=From%20the%20CLI")]);

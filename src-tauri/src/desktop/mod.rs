@@ -7,6 +7,7 @@
 //! `capabilities/default.json` (`allow-<command>`), or the ACL rejects the call.
 
 mod commands;
+mod handover;
 mod tray;
 
 use std::path::PathBuf;
@@ -57,6 +58,19 @@ fn notifications_enabled(store: &Store) -> bool {
 
 /// Opens the desktop window over the queue in `data_dir` and blocks until it is closed.
 pub fn run(data_dir: PathBuf) -> anyhow::Result<()> {
+    // Before anything else: a second launch needs neither the queue nor a display of its own.
+    if session_bus_available() {
+        match handover::hand_over_to_open_window() {
+            Ok(true) => {
+                tracing::info!("Gleaner is already open on this desktop; showing its window");
+                return Ok(());
+            }
+            Ok(false) => {}
+            Err(e @ handover::HandoverError::NoAnswer) => return Err(e.into()),
+            #[cfg(target_os = "linux")]
+            Err(e) => tracing::warn!(error = %e, "opening a window of this launch's own"),
+        }
+    }
     // GTK would panic deep inside the event loop; say what is wrong instead.
     let no_display = ["DISPLAY", "WAYLAND_DISPLAY"]
         .iter()
@@ -110,11 +124,17 @@ pub fn build_app<R: Runtime>(
     state: DesktopState,
 ) -> anyhow::Result<tauri::App<R>> {
     let builder = if session_bus_available() {
-        // First, so a second launch hands over to the running instance before anything else
-        // starts. The plugin talks D-Bus on Linux and cannot start without a session bus.
-        builder.plugin(tauri_plugin_single_instance::init(|app, _argv, _cwd| {
-            focus_main_window(app);
-        }))
+        // First, so the name a second launch asks for (see `handover`) is owned before anything
+        // else starts. The plugin talks D-Bus on Linux and cannot start without a session bus.
+        builder.plugin(
+            tauri_plugin_single_instance::Builder::new()
+                .dbus_id(handover::DBUS_ID)
+                .callback(|app, _argv, _cwd| {
+                    tracing::info!("a second launch handed over; showing the window");
+                    focus_main_window(app);
+                })
+                .build(),
+        )
     } else {
         tracing::warn!("no D-Bus session bus: a second launch will open a second window");
         builder
