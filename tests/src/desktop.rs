@@ -615,13 +615,54 @@ impl DesktopSession {
         }
     }
 
-    /// Save what the window shows to `target/screenshots/<name>.png`.
+    /// Save what the screen shows to `target/screenshots/<name>.png`.
+    ///
+    /// The X server's own pixels, once they hold still. WebKit paints in its own process, after
+    /// the DOM changes: WebDriver's screenshot call once returned the page's first paint
+    /// ("Loading…") in CI right after assertions on the finished page had passed, and one
+    /// `import` after two animation frames showed the page before the change in 2 of 10 runs
+    /// here (and a blank window when no script had run just before it). So each capture follows
+    /// two animation frames, and captures repeat, 250 ms apart, until two in a row are the same;
+    /// a page that never holds still keeps the last one after about 3 s.
     pub async fn screenshot(&self, name: &str) -> PathBuf {
-        let png = self.client.screenshot().await.expect("screenshot");
         let dir = screenshot_dir();
         std::fs::create_dir_all(&dir).expect("screenshot dir");
         let path = dir.join(format!("{name}.png"));
-        std::fs::write(&path, png).expect("write screenshot");
+        let capture = async || {
+            self.client
+                .execute_async(
+                    "const done = arguments[arguments.length - 1]; \
+                     requestAnimationFrame(() => requestAnimationFrame(() => done()));",
+                    vec![],
+                )
+                .await
+                .expect("wait for a paint");
+            let out = Command::new(find_tool("import"))
+                // No metadata, so equal pixels give equal bytes.
+                .args([
+                    "-display",
+                    &self.display,
+                    "-window",
+                    "root",
+                    "-strip",
+                    "png:-",
+                ])
+                .output()
+                .expect("run import (imagemagick)");
+            assert!(out.status.success(), "import: {}", crate::stderr(&out));
+            out.stdout
+        };
+        let mut shot = capture().await;
+        for _ in 0..12 {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            let next = capture().await;
+            let still = next == shot;
+            shot = next;
+            if still {
+                break;
+            }
+        }
+        std::fs::write(&path, shot).expect("write screenshot");
         path
     }
 
