@@ -147,7 +147,7 @@ pub struct DesktopSession {
     /// Killed in reverse order on drop: driver (with the app in its process group), bus, X.
     _children: Children,
     pub client: Client,
-    _bus: zbus::blocking::Connection,
+    bus: zbus::blocking::Connection,
     /// The app's data folder (GLEANER_DATA_DIR).
     pub data_dir: PathBuf,
     _owned_dir: Option<tempfile::TempDir>,
@@ -337,7 +337,7 @@ impl DesktopSession {
             notifications,
             tray_items,
             _children: children,
-            _bus: bus_conn,
+            bus: bus_conn,
             display,
             bus_address,
         };
@@ -348,6 +348,23 @@ impl DesktopSession {
     }
 
     /// Whether a `gleaner` process for this session's data folder is still running.
+    /// The well-known names owned on this session's bus.
+    pub fn bus_names(&self) -> Vec<String> {
+        self.bus
+            .call_method(
+                Some("org.freedesktop.DBus"),
+                "/org/freedesktop/DBus",
+                Some("org.freedesktop.DBus"),
+                "ListNames",
+                &(),
+            )
+            .and_then(|reply| reply.body().deserialize::<Vec<String>>())
+            .expect("ListNames")
+            .into_iter()
+            .filter(|n| !n.starts_with(':'))
+            .collect()
+    }
+
     pub fn app_running(&self) -> bool {
         !self.app_pids().is_empty()
     }
@@ -430,7 +447,7 @@ impl DesktopSession {
             (service, "/StatusNotifierItem".to_string())
         };
         let item = zbus::blocking::Proxy::new(
-            &self._bus,
+            &self.bus,
             dest.as_str(),
             path.as_str(),
             "org.kde.StatusNotifierItem",
@@ -448,7 +465,7 @@ impl DesktopSession {
         type Layout = (i32, HashMap<String, OwnedValue>, Vec<OwnedValue>);
         let (dest, menu) = self.tray_menu_path();
         let reply = self
-            ._bus
+            .bus
             .call_method(
                 Some(dest.as_str()),
                 menu.as_str(),
@@ -501,7 +518,7 @@ impl DesktopSession {
             .find(|e| e.label == label)
             .unwrap_or_else(|| panic!("no tray entry {label:?}: {:?}", self.tray_menu()));
         let (dest, menu) = self.tray_menu_path();
-        self._bus
+        self.bus
             .call_method(
                 Some(dest.as_str()),
                 menu.as_str(),

@@ -836,18 +836,23 @@ fn a_burst_of_deaths_is_summed_up_in_one_notification() {
     });
 }
 
-/// Launches `gleaner` again on `s`'s desktop and waits for it to end: it must not open a
-/// window of its own.
-async fn second_launch(s: &DesktopSession) -> std::process::Output {
-    let mut second = std::process::Command::new(gleaner_tests::gleaner_bin())
+/// Starts `gleaner` (the window) on `s`'s desktop over the library in `data_dir`.
+fn launch_over(s: &DesktopSession, data_dir: &std::path::Path) -> std::process::Child {
+    std::process::Command::new(gleaner_tests::gleaner_bin())
         .env("DISPLAY", &s.display)
         .env("DBUS_SESSION_BUS_ADDRESS", &s.bus_address)
-        .env("GLEANER_DATA_DIR", &s.data_dir)
-        .env("XDG_CONFIG_HOME", s.data_dir.join("xdg-config"))
+        .env("GLEANER_DATA_DIR", data_dir)
+        .env("XDG_CONFIG_HOME", data_dir.join("xdg-config"))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .expect("second launch");
+        .expect("launch gleaner")
+}
+
+/// Launches `gleaner` again over `data_dir`, where a window is open already, and waits for it to
+/// end: it must not open a window of its own.
+async fn second_launch(s: &DesktopSession, data_dir: &std::path::Path) -> std::process::Output {
+    let mut second = launch_over(s, data_dir);
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         if second.try_wait().expect("wait").is_some() {
@@ -861,6 +866,14 @@ async fn second_launch(s: &DesktopSession) -> std::process::Output {
     }
 }
 
+/// The names the app's windows own on the bus, one per library.
+fn window_names(s: &DesktopSession) -> Vec<String> {
+    s.bus_names()
+        .into_iter()
+        .filter(|n| n.starts_with("org.gleaner.app."))
+        .collect()
+}
+
 #[test]
 fn a_second_launch_hands_over_to_the_first_and_the_cli_shares_its_queue() {
     gui(async {
@@ -872,10 +885,10 @@ fn a_second_launch_hands_over_to_the_first_and_the_cli_shares_its_queue() {
 
         // A second `gleaner` on the same desktop session asks the first to show its window and
         // ends, leaving one window.
-        let out = second_launch(&s).await;
+        let out = second_launch(&s, &s.data_dir).await;
         let said = gleaner_tests::stderr(&out);
         assert!(out.status.success(), "{:?}: {said}", out.status);
-        assert!(said.contains("already open on this desktop"), "{said}");
+        assert!(said.contains("already open over this library"), "{said}");
         assert_eq!(
             s.app_pids(),
             [first],
@@ -900,12 +913,37 @@ fn a_second_launch_hands_over_to_the_first_and_the_cli_shares_its_queue() {
             assert!(ok, "kill {sig} {first}");
         };
         signal("-STOP");
-        let out = second_launch(&s).await;
+        let out = second_launch(&s, &s.data_dir).await;
         signal("-CONT");
         let said = gleaner_tests::stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{said}");
         assert!(said.contains("did not answer within 5 s"), "{said}");
         assert_eq!(s.app_pids(), [first]);
+
+        // Another library gets a window of its own, and a launch over it hands over to that one.
+        let own = window_names(&s);
+        assert_eq!(own.len(), 1, "{own:?}");
+        let other = tempfile::tempdir().expect("other library");
+        let mut other_window = launch_over(&s, other.path());
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while window_names(&s).len() < 2 {
+            if let Some(status) = other_window.try_wait().expect("wait") {
+                panic!("the launch over another library ended ({status:?}) instead of opening");
+            }
+            assert!(Instant::now() < deadline, "no window for the other library");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let out = second_launch(&s, other.path()).await;
+        let said = gleaner_tests::stderr(&out);
+        assert!(out.status.success(), "{:?}: {said}", out.status);
+        assert!(said.contains(&other.path().display().to_string()), "{said}");
+        other_window.kill().expect("end the other window");
+        other_window.wait().expect("reap the other window");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while window_names(&s) != own {
+            assert!(Instant::now() < deadline, "{:?}", window_names(&s));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
 
         // The CLI adds to the same queue; the open window fetches it and shows it.
         s.cli(&["add", &server.url("/page?title=From%20the%20CLI")]);

@@ -9,11 +9,29 @@
 //! window over D-Bus first, and returning from `main` when it answers, starts no GTK and no
 //! thread that could race the exit. The plugin stays: it owns the name the open window answers
 //! on, and it still catches two launches started at the same instant.
+//!
+//! Decision: one window per library, not per desktop. The name carries a digest of the data
+//! folder, so `gleaner --data-dir ~/other-library` opens a window over that library instead of
+//! raising the window of another one.
 
+use std::path::Path;
 use std::time::Duration;
 
-/// The base of the D-Bus name the plugin owns, given to it explicitly so the two cannot drift.
-pub const DBUS_ID: &str = "org.gleaner.app";
+use sha2::{Digest as _, Sha256};
+
+/// The app's identifier (`tauri.conf.json`), the stem of its D-Bus names.
+const APP_ID: &str = "org.gleaner.app";
+
+/// The base of the D-Bus name the window over the library in `data_dir` owns (the plugin appends
+/// `.SingleInstance`). Given to the plugin explicitly, so the two sides cannot drift.
+pub fn dbus_id(data_dir: &Path) -> String {
+    // Two spellings of one folder are one library. A folder that does not exist yet has no
+    // window open over it, whatever name it gets.
+    let dir = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+    let digest = Sha256::digest(dir.as_os_str().as_encoded_bytes());
+    // A name element must not start with a digit.
+    format!("{APP_ID}.library_{}", hex::encode(&digest[..8]))
+}
 
 /// How long the open window has to answer; past it, it is taken to be hung.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
@@ -21,7 +39,7 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Debug, thiserror::Error)]
 pub enum HandoverError {
     #[error(
-        "Gleaner is already open on this desktop, but it did not answer within {} s; if its \
+        "Gleaner is already open over this library, but it did not answer within {} s; if its \
          window is frozen, end that process and launch Gleaner again",
         ANSWER_TIMEOUT.as_secs()
     )]
@@ -31,12 +49,12 @@ pub enum HandoverError {
     Bus(#[from] zbus::Error),
 }
 
-/// Asks the window already open on this desktop to show itself. `Ok(true)`: it did, and this
+/// Asks the window already open over the library in `data_dir` to show itself. `Ok(true)`: it did, and this
 /// launch has nothing more to do. `Ok(false)`: no window is open.
 #[cfg(target_os = "linux")]
-pub fn hand_over_to_open_window() -> Result<bool, HandoverError> {
+pub fn hand_over_to_open_window(data_dir: &Path) -> Result<bool, HandoverError> {
     // The plugin's naming (tauri-plugin-single-instance 2.x, linux.rs, without `semver`).
-    let name = format!("{DBUS_ID}.SingleInstance");
+    let name = format!("{}.SingleInstance", dbus_id(data_dir));
     let path = format!("/{}", name.replace('.', "/").replace('-', "_"));
     let bus = zbus::blocking::connection::Builder::session()?
         .method_timeout(ANSWER_TIMEOUT)
@@ -68,6 +86,30 @@ pub fn hand_over_to_open_window() -> Result<bool, HandoverError> {
 
 /// Elsewhere the plugin's own check runs before any window exists.
 #[cfg(not(target_os = "linux"))]
-pub fn hand_over_to_open_window() -> Result<bool, HandoverError> {
+pub fn hand_over_to_open_window(_data_dir: &Path) -> Result<bool, HandoverError> {
     Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_library_has_one_name_however_its_folder_is_spelled_and_others_have_their_own() {
+        let root = tempfile::tempdir().expect("dir");
+        let a = root.path().join("a");
+        let b = root.path().join("b");
+        std::fs::create_dir_all(&a).expect("a");
+        std::fs::create_dir_all(&b).expect("b");
+        let a_again = b.join("..").join("a");
+        assert_eq!(dbus_id(&a), dbus_id(&a_again));
+        assert_ne!(dbus_id(&a), dbus_id(&b));
+        for dir in [&a, &b, &root.path().join("not yet")] {
+            let name = format!("{}.SingleInstance", dbus_id(dir));
+            assert!(
+                zbus::names::WellKnownName::try_from(name.as_str()).is_ok(),
+                "{name} is not a valid bus name"
+            );
+        }
+    }
 }

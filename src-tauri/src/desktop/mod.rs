@@ -60,9 +60,12 @@ fn notifications_enabled(store: &Store) -> bool {
 pub fn run(data_dir: PathBuf) -> anyhow::Result<()> {
     // Before anything else: a second launch needs neither the queue nor a display of its own.
     if session_bus_available() {
-        match handover::hand_over_to_open_window() {
+        match handover::hand_over_to_open_window(&data_dir) {
             Ok(true) => {
-                tracing::info!("Gleaner is already open on this desktop; showing its window");
+                tracing::info!(
+                    "Gleaner is already open over this library ({}); showing its window",
+                    data_dir.display()
+                );
                 return Ok(());
             }
             Ok(false) => {}
@@ -128,7 +131,7 @@ pub fn build_app<R: Runtime>(
         // else starts. The plugin talks D-Bus on Linux and cannot start without a session bus.
         builder.plugin(
             tauri_plugin_single_instance::Builder::new()
-                .dbus_id(handover::DBUS_ID)
+                .dbus_id(handover::dbus_id(&state.data_dir))
                 .callback(|app, _argv, _cwd| {
                     tracing::info!("a second launch handed over; showing the window");
                     focus_main_window(app);
