@@ -347,7 +347,6 @@ impl DesktopSession {
         session
     }
 
-    /// Whether a `gleaner` process for this session's data folder is still running.
     /// The well-known names owned on this session's bus.
     pub fn bus_names(&self) -> Vec<String> {
         self.bus
@@ -365,6 +364,7 @@ impl DesktopSession {
             .collect()
     }
 
+    /// Whether a `gleaner` process for this session's data folder is still running.
     pub fn app_running(&self) -> bool {
         !self.app_pids().is_empty()
     }

@@ -843,7 +843,8 @@ fn launch_over(s: &DesktopSession, data_dir: &std::path::Path) -> std::process::
         .env("DBUS_SESSION_BUS_ADDRESS", &s.bus_address)
         .env("GLEANER_DATA_DIR", data_dir)
         .env("XDG_CONFIG_HOME", data_dir.join("xdg-config"))
-        .stdout(std::process::Stdio::piped())
+        // Only stderr is read (the launch says there what it did).
+        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("launch gleaner")

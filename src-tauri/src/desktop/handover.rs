@@ -1,5 +1,5 @@
-//! A second launch on the same desktop hands over to the window already open, before it starts
-//! anything of its own.
+//! A second launch over a library hands over to the window already open over it, before it
+//! starts anything of its own.
 //!
 //! `tauri-plugin-single-instance` notices a second launch too, but only once Tauri has built its
 //! event loop, and it then ends the process with `std::process::exit`. That runs the C
@@ -49,8 +49,8 @@ pub enum HandoverError {
     Bus(#[from] zbus::Error),
 }
 
-/// Asks the window already open over the library in `data_dir` to show itself. `Ok(true)`: it did, and this
-/// launch has nothing more to do. `Ok(false)`: no window is open.
+/// Asks the window already open over the library in `data_dir` to show itself. `Ok(true)`: it
+/// did, and this launch has nothing more to do. `Ok(false)`: no window is open over it.
 #[cfg(target_os = "linux")]
 pub fn hand_over_to_open_window(data_dir: &Path) -> Result<bool, HandoverError> {
     // The plugin's naming (tauri-plugin-single-instance 2.x, linux.rs, without `semver`).
