@@ -77,7 +77,7 @@ else
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then
-  echo "install-deps: cargo is not on PATH; install Rust from https://rustup.rs (rust-version 1.85 or newer)" >&2
+  echo "install-deps: cargo is not on PATH; install Rust from https://rustup.rs (rust-version 1.89 or newer)" >&2
   exit 1
 fi
 

@@ -85,6 +85,39 @@ fn four_processes_fetch_each_of_8000_jobs_exactly_once() {
     assert_eq!(doubled, 0);
 }
 
+/// A script that queues links with several `gleaner add` at once, or a window opening while the
+/// CLI runs, may be the first use of a data folder: every process must find the schema made,
+/// whichever of them makes it.
+#[test]
+fn processes_opening_a_new_data_folder_together_all_start() {
+    let server = FaultServer::start();
+    for round in 0..8 {
+        let sb = Sandbox::new();
+        let children: Vec<_> = (0..6)
+            .map(|i| {
+                sb.cmd()
+                    .args(["add", &server.url(&format!("/ok/{round}-{i}"))])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("spawn add")
+            })
+            .collect();
+        for c in children {
+            let out = c.wait_with_output().expect("wait");
+            assert!(
+                out.status.success(),
+                "round {round}: {:?}: {}",
+                out.status,
+                stderr(&out)
+            );
+            assert!(stdout(&out).starts_with("queued "), "{}", stdout(&out));
+        }
+        let stats = sb.json(&["stats", "--json"]);
+        assert_eq!(stats["pending"].as_u64(), Some(6), "round {round}: {stats}");
+    }
+}
+
 #[test]
 fn an_idle_worker_sleeps_instead_of_polling_and_wakes_for_a_new_job() {
     let server = FaultServer::start();

@@ -18,8 +18,16 @@ use super::policy::{self, Counters, Decision, ErrorClass, Failure, FailureKind, 
 pub enum StoreError {
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
-    #[error("database migration failed: {0}")]
-    Migration(#[from] rusqlite_migration::Error),
+    /// Not a `source`: its message holds the migration's whole SQL text.
+    #[error("cannot bring the database's schema up to date: {}", migration_cause(.0))]
+    Migration(rusqlite_migration::Error),
+    #[error(
+        "cannot take the lock that keeps two processes from upgrading {path} at once: {source}"
+    )]
+    MigrationLock {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot create the data folder {path}: {source}")]
     DataDir {
         path: PathBuf,
@@ -32,6 +40,21 @@ pub enum StoreError {
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
+
+impl From<rusqlite_migration::Error> for StoreError {
+    fn from(e: rusqlite_migration::Error) -> Self {
+        Self::Migration(e)
+    }
+}
+
+/// A migration's failure without the migration's whole SQL text, which rusqlite_migration
+/// puts in its message.
+fn migration_cause(e: &rusqlite_migration::Error) -> String {
+    match e {
+        rusqlite_migration::Error::RusqliteError { err, .. } => err.to_string(),
+        other => other.to_string(),
+    }
+}
 
 /// The database file inside a data folder. The window and every CLI process share it.
 pub fn db_path(data_dir: &Path) -> PathBuf {
@@ -626,7 +649,7 @@ impl Store {
         }
         let mut conn = Connection::open(path)?;
         configure(&conn)?;
-        migrate(&mut conn)?;
+        migrate(&mut conn, Some(path))?;
         Ok(Self {
             conn: Mutex::new(conn),
             path: Some(path.to_path_buf()),
@@ -639,7 +662,7 @@ impl Store {
     pub fn open_in_memory() -> Result<Self> {
         let mut conn = Connection::open_in_memory()?;
         configure(&conn)?;
-        migrate(&mut conn)?;
+        migrate(&mut conn, None)?;
         Ok(Self {
             conn: Mutex::new(conn),
             path: None,
@@ -1574,11 +1597,12 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 }
 
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
-    // WAL lets the GUI read while a worker writes; NORMAL is durable across process crashes
-    // (only an OS crash can lose the last commits); 5 s covers another process's transaction.
+    // 5 s covers another process's transaction, first of all the one that makes a new
+    // database WAL; WAL lets the GUI read while a worker writes; NORMAL is durable across
+    // process crashes (only an OS crash can lose the last commits).
+    conn.busy_timeout(Duration::from_secs(5))?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    conn.busy_timeout(Duration::from_secs(5))?;
     // Measured with `cargo bench --bench queue`: the claim and completion spend their time in
     // B-tree pages. Checkpointing less often writes each hot page back once per 16 MB of WAL
     // instead of once per 4 MB. The page cache stays small (4 MB): a commit after a page split
@@ -1616,11 +1640,52 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
 /// a table rebuild (SQLite's procedure for schema changes ALTER TABLE cannot make) drops the
 /// old table, which would cascade into its children. Migrations that rebuild run
 /// `PRAGMA foreign_key_check` before they commit.
-fn migrate(conn: &mut Connection) -> Result<()> {
+///
+/// Processes that open the database at the same time take turns: rusqlite_migration reads the
+/// schema version before its transaction, so two processes opening a new data folder together
+/// both ran the first migration, and the later one failed with "table batches already exists"
+/// (41 of 60 `gleaner stats` run six at a time on fresh folders). The turn is an exclusive lock
+/// on a file beside the database (`db_path` + `-migrate.lock`), taken only when a migration is
+/// due; the version is read again under it, so the process that waited finds the work done.
+fn migrate(conn: &mut Connection, db: Option<&Path>) -> Result<()> {
     conn.pragma_update(None, "foreign_keys", "OFF")?;
-    migrations().to_latest(conn)?;
+    let migrations = migrations();
+    if migrations.pending_migrations(conn)? != 0 {
+        let _turn = db.map(migration_turn).transpose()?;
+        migrations.to_latest(conn)?;
+    }
     conn.pragma_update(None, "foreign_keys", "ON")?;
     Ok(())
+}
+
+/// Wait for this process's turn to migrate the database at `db`; the turn lasts as long as the
+/// returned file stays open, and the OS ends it if the process dies.
+fn migration_turn(db: &Path) -> Result<std::fs::File> {
+    let mut name = db.as_os_str().to_owned();
+    name.push("-migrate.lock");
+    let path = PathBuf::from(name);
+    let lock_error = |source| StoreError::MigrationLock {
+        path: path.clone(),
+        source,
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(lock_error)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            tracing::info!(
+                "another Gleaner process is upgrading the database {}; waiting for it",
+                db.display()
+            );
+            file.lock().map_err(lock_error)?;
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(lock_error(e)),
+    }
+    Ok(file)
 }
 
 fn kind_str(kind: FailureKind) -> String {
