@@ -144,9 +144,9 @@ fn too_large(max: u64) -> Failure {
 
 pub fn human_bytes(n: u64) -> String {
     const MB: u64 = 1024 * 1024;
-    if n >= MB && n % MB == 0 {
+    if n >= MB && n.is_multiple_of(MB) {
         format!("{} MB", n / MB)
-    } else if n >= 1024 && n % 1024 == 0 {
+    } else if n >= 1024 && n.is_multiple_of(1024) {
         format!("{} KB", n / 1024)
     } else {
         format!("{n} bytes")
