@@ -924,26 +924,56 @@ fn a_second_launch_hands_over_to_the_first_and_the_cli_shares_its_queue() {
         // Another library gets a window of its own, and a launch over it hands over to that one.
         let own = window_names(&s);
         assert_eq!(own.len(), 1, "{own:?}");
-        let other = tempfile::tempdir().expect("other library");
-        let mut other_window = launch_over(&s, other.path());
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while window_names(&s).len() < 2 {
-            if let Some(status) = other_window.try_wait().expect("wait") {
-                panic!("the launch over another library ended ({status:?}) instead of opening");
+        // Two launches at the same instant over a new library: one opens its window, the
+        // other waits for that window and hands over to it. Before the library's lock both
+        // found no window, and the later one ended inside the plugin, silently (2 rounds in 3)
+        // or crashing; three rounds catch that.
+        for round in 0..3 {
+            let other = tempfile::tempdir().expect("other library");
+            let mut pair = vec![launch_over(&s, other.path()), launch_over(&s, other.path())];
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let ended = loop {
+                if let Some(i) = (0..2).find(|&i| pair[i].try_wait().expect("wait").is_some()) {
+                    break pair.remove(i);
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "round {round}: neither launch ended"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            };
+            let mut other_window = pair.remove(0);
+            let out = ended.wait_with_output().expect("output");
+            let said = gleaner_tests::stderr(&out);
+            assert!(
+                out.status.success(),
+                "round {round}: {:?}: {said}",
+                out.status
+            );
+            assert!(
+                said.contains("already open over this library"),
+                "round {round}: {said}"
+            );
+            let deadline = Instant::now() + Duration::from_secs(15);
+            while window_names(&s).len() < 2 {
+                if let Some(status) = other_window.try_wait().expect("wait") {
+                    panic!("the launch over another library ended ({status:?}) instead of opening");
+                }
+                assert!(Instant::now() < deadline, "no window for the other library");
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            assert!(Instant::now() < deadline, "no window for the other library");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        let out = second_launch(&s, other.path()).await;
-        let said = gleaner_tests::stderr(&out);
-        assert!(out.status.success(), "{:?}: {said}", out.status);
-        assert!(said.contains(&other.path().display().to_string()), "{said}");
-        other_window.kill().expect("end the other window");
-        other_window.wait().expect("reap the other window");
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while window_names(&s) != own {
-            assert!(Instant::now() < deadline, "{:?}", window_names(&s));
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            // A later launch over that library hands over to its window, not to the first one.
+            let out = second_launch(&s, other.path()).await;
+            let said = gleaner_tests::stderr(&out);
+            assert!(out.status.success(), "{:?}: {said}", out.status);
+            assert!(said.contains(&other.path().display().to_string()), "{said}");
+            other_window.kill().expect("end the other window");
+            other_window.wait().expect("reap the other window");
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while window_names(&s) != own {
+                assert!(Instant::now() < deadline, "{:?}", window_names(&s));
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
         }
 
         // The CLI adds to the same queue; the open window fetches it and shows it.

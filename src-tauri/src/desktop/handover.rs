@@ -8,7 +8,13 @@
 //! thread in `XISelectEvents` locking a mutex libXext had already torn down). Asking the open
 //! window over D-Bus first, and returning from `main` when it answers, starts no GTK and no
 //! thread that could race the exit. The plugin stays: it owns the name the open window answers
-//! on, and it still catches two launches started at the same instant.
+//! on.
+//!
+//! Two launches at the same instant both found no window to ask, and the later one to reach
+//! the plugin took its exit path. So the window over a library is also the holder of an
+//! exclusive lock on `window.lock` in the data folder, taken before anything else and held for
+//! the process's life (the OS lets go of it when the process ends, however it ends). A launch
+//! that finds the lock taken waits for the holder's window to answer on D-Bus instead.
 //!
 //! Decision: one window per library, not per desktop. The name carries a digest of the data
 //! folder, so `gleaner --data-dir ~/other-library` opens a window over that library instead of
@@ -36,6 +42,16 @@ pub fn dbus_id(data_dir: &Path) -> String {
 /// How long the open window has to answer; past it, it is taken to be hung.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long a launch waits for the window of another launch that holds the lock but does not
+/// answer yet: it may be bringing a large queue's schema up to date before it opens.
+const STARTING_PATIENCE: Duration = Duration::from_secs(60);
+
+/// How often a waiting launch asks again.
+const STARTING_POLL: Duration = Duration::from_millis(100);
+
+/// The lock file, in the data folder.
+const WINDOW_LOCK: &str = "window.lock";
+
 #[derive(Debug, thiserror::Error)]
 pub enum HandoverError {
     #[error(
@@ -44,21 +60,104 @@ pub enum HandoverError {
         ANSWER_TIMEOUT.as_secs()
     )]
     NoAnswer,
+    #[error(
+        "another Gleaner process has been opening a window over this library for {} s and it \
+         has not appeared; if that process is stuck, end it and launch Gleaner again",
+        STARTING_PATIENCE.as_secs()
+    )]
+    NeverOpened,
+    #[error(
+        "Gleaner is already open over this library, and with no D-Bus session bus this launch \
+         cannot ask it to show its window"
+    )]
+    NoBus,
+    #[error("cannot use {path}, which keeps a library to one window: {source}")]
+    Lock {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
     #[cfg(target_os = "linux")]
-    #[error("cannot ask the session bus for an open Gleaner window: {0}")]
+    #[error(
+        "Gleaner is already open over this library, but this launch cannot ask it to show its \
+         window: {0}"
+    )]
     Bus(#[from] zbus::Error),
+}
+
+/// What this launch is to do.
+#[cfg(target_os = "linux")]
+pub enum Launch {
+    /// Open the window: this process holds the library's lock for as long as the file is open.
+    Open(std::fs::File),
+    /// The window already open over the library was asked to show itself; nothing more to do.
+    HandedOver,
+}
+
+/// Take the library's window lock, or hand over to the process that holds it. `bus` says
+/// whether a D-Bus session bus can be reached; without one a launch that finds the lock taken
+/// cannot reach the open window, and says so. Linux only: elsewhere the plugin's own check runs
+/// before any window exists.
+#[cfg(target_os = "linux")]
+pub fn claim_window(data_dir: &Path, bus: bool) -> Result<Launch, HandoverError> {
+    let path = data_dir.join(WINDOW_LOCK);
+    let lock_error = |source| HandoverError::Lock {
+        path: path.clone(),
+        source,
+    };
+    std::fs::create_dir_all(data_dir).map_err(lock_error)?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(lock_error)?;
+    let deadline = std::time::Instant::now() + STARTING_PATIENCE;
+    let mut waiting = false;
+    let mut connection = None;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(Launch::Open(file)),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => return Err(lock_error(e)),
+        }
+        if !bus {
+            return Err(HandoverError::NoBus);
+        }
+        let connection = match &mut connection {
+            Some(c) => c,
+            None => connection.insert(
+                zbus::blocking::connection::Builder::session()?
+                    .method_timeout(ANSWER_TIMEOUT)
+                    .build()?,
+            ),
+        };
+        if hand_over_to_open_window(connection, data_dir)? {
+            return Ok(Launch::HandedOver);
+        }
+        // The holder has not put its window on the bus yet.
+        if std::time::Instant::now() >= deadline {
+            return Err(HandoverError::NeverOpened);
+        }
+        if !waiting {
+            tracing::info!(
+                "another Gleaner process is opening a window over this library; waiting for it"
+            );
+            waiting = true;
+        }
+        std::thread::sleep(STARTING_POLL);
+    }
 }
 
 /// Asks the window already open over the library in `data_dir` to show itself. `Ok(true)`: it
 /// did, and this launch has nothing more to do. `Ok(false)`: no window is open over it.
 #[cfg(target_os = "linux")]
-pub fn hand_over_to_open_window(data_dir: &Path) -> Result<bool, HandoverError> {
+fn hand_over_to_open_window(
+    bus: &zbus::blocking::Connection,
+    data_dir: &Path,
+) -> Result<bool, HandoverError> {
     // The plugin's naming (tauri-plugin-single-instance 2.x, linux.rs, without `semver`).
     let name = format!("{}.SingleInstance", dbus_id(data_dir));
     let path = format!("/{}", name.replace('.', "/").replace('-', "_"));
-    let bus = zbus::blocking::connection::Builder::session()?
-        .method_timeout(ANSWER_TIMEOUT)
-        .build()?;
     let argv: Vec<String> = std::env::args().collect();
     let cwd = std::env::current_dir()
         .map(|d| d.to_string_lossy().into_owned())
@@ -82,12 +181,6 @@ pub fn hand_over_to_open_window(data_dir: &Path) -> Result<bool, HandoverError> 
         }
         Err(e) => Err(e.into()),
     }
-}
-
-/// Elsewhere the plugin's own check runs before any window exists.
-#[cfg(not(target_os = "linux"))]
-pub fn hand_over_to_open_window(_data_dir: &Path) -> Result<bool, HandoverError> {
-    Ok(false)
 }
 
 #[cfg(test)]

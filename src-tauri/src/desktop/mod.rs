@@ -59,21 +59,18 @@ fn notifications_enabled(store: &Store) -> bool {
 /// Opens the desktop window over the queue in `data_dir` and blocks until it is closed.
 pub fn run(data_dir: PathBuf) -> anyhow::Result<()> {
     // Before anything else: a second launch needs neither the queue nor a display of its own.
-    if session_bus_available() {
-        match handover::hand_over_to_open_window(&data_dir) {
-            Ok(true) => {
-                tracing::info!(
-                    "Gleaner is already open over this library ({}); showing its window",
-                    data_dir.display()
-                );
-                return Ok(());
-            }
-            Ok(false) => {}
-            Err(e @ handover::HandoverError::NoAnswer) => return Err(e.into()),
-            #[cfg(target_os = "linux")]
-            Err(e) => tracing::warn!(error = %e, "opening a window of this launch's own"),
+    // The lock is held until this function returns, when the window has closed.
+    #[cfg(target_os = "linux")]
+    let _window_lock = match handover::claim_window(&data_dir, session_bus_available())? {
+        handover::Launch::Open(lock) => lock,
+        handover::Launch::HandedOver => {
+            tracing::info!(
+                "Gleaner is already open over this library ({}); showing its window",
+                data_dir.display()
+            );
+            return Ok(());
         }
-    }
+    };
     // GTK would panic deep inside the event loop; say what is wrong instead.
     let no_display = ["DISPLAY", "WAYLAND_DISPLAY"]
         .iter()
@@ -139,7 +136,7 @@ pub fn build_app<R: Runtime>(
                 .build(),
         )
     } else {
-        tracing::warn!("no D-Bus session bus: a second launch will open a second window");
+        tracing::warn!("no D-Bus session bus: a second launch cannot show this window");
         builder
     };
     builder
