@@ -178,14 +178,14 @@ const addButton = $('add');
 const addSummary = $('add-summary');
 const rejectedList = $('add-rejected');
 
-async function addText(text, source) {
-  if (!text || !text.trim()) {
+async function addText(text, source, files = []) {
+  if ((!text || !text.trim()) && files.length === 0) {
     addSummary.textContent = 'Nothing to add: the text holds no links.';
     return;
   }
   addButton.disabled = true;
   try {
-    const result = await call('add_urls', { text, source });
+    const result = await call('add_urls', { text: text ?? '', source, files });
     addSummary.textContent = `${plural(result.queued.length, 'link')} queued, `
       + `${plural(result.duplicates.length, 'duplicate')}, ${result.rejected.length.toLocaleString()} rejected.`;
     // Links already fetched can be fetched again; a changed page is kept as a new version.
@@ -248,18 +248,17 @@ document.addEventListener('drop', async (event) => {
   document.body.classList.remove('dropping');
   const data = event.dataTransfer;
   if (!data) return;
-  const parts = [];
+  // Files go as they are, by name: one that holds binary data is rejected whole.
+  const files = [];
   for (const file of Array.from(data.files ?? [])) {
     try {
-      parts.push(await file.text());
+      files.push({ name: file.name, text: await file.text() });
     } catch (err) {
       say(`Could not read ${file.name}: ${String(err)}`, true);
     }
   }
-  if (parts.length === 0) {
-    parts.push(data.getData('text/uri-list') || data.getData('text/plain'));
-  }
-  addText(parts.join('\n'), 'drop');
+  const text = files.length === 0 ? (data.getData('text/uri-list') || data.getData('text/plain')) : '';
+  addText(text, 'drop', files);
 });
 
 // ---------------------------------------------------------------- the job table

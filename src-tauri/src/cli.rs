@@ -357,6 +357,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The links in a file or standard input. Bytes that are not UTF-8 are read as U+FFFD, so a
+/// list with a few damaged lines still gives its other links; binary data is refused whole,
+/// rather than echoed back as thousands of rejected lines.
+fn scan_input(bytes: &[u8], what: &str) -> anyhow::Result<Vec<Found>> {
+    let text = String::from_utf8_lossy(bytes);
+    if intake::looks_binary(&text) {
+        bail!(
+            "{what} is not text (it holds binary data); give a text file with links in it, such \
+             as one link per line, or a bookmarks HTML file"
+        );
+    }
+    Ok(intake::scan_text(&text))
+}
+
 fn add(
     store: &Store,
     policy: &Policy,
@@ -369,16 +383,16 @@ fn add(
     let mut found = intake::scan_args(&urls);
     let source = match file.as_deref() {
         Some("-") => {
-            let mut text = String::new();
+            let mut bytes = Vec::new();
             std::io::stdin()
-                .read_to_string(&mut text)
+                .read_to_end(&mut bytes)
                 .context("cannot read standard input")?;
-            found.extend(intake::scan_text(&text));
+            found.extend(scan_input(&bytes, "standard input")?);
             "stdin"
         }
         Some(path) => {
             let bytes = std::fs::read(path).with_context(|| format!("cannot read {path}"))?;
-            found.extend(intake::scan_text(&String::from_utf8_lossy(&bytes)));
+            found.extend(scan_input(&bytes, path)?);
             "file"
         }
         None => "cli",

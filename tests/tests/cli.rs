@@ -98,6 +98,66 @@ fn add_reads_files_and_stdin_as_free_text() {
     assert_eq!(job["batch"], "reading list");
 }
 
+/// What `add --file` does with bytes that are not clean text.
+#[test]
+fn add_reads_damaged_text_and_refuses_binary_data() {
+    let sb = Sandbox::new();
+    let add_stdin = |bytes: &[u8]| {
+        use std::io::Write;
+        let mut child = sb
+            .cmd()
+            .args(["add", "--file", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(bytes)
+            .expect("write");
+        child.wait_with_output().expect("wait")
+    };
+    // A list with one line that is not UTF-8 still gives its links, from standard input as
+    // from a file; the bad line is rejected with its bytes shown as U+FFFD, and a line holding
+    // a terminal escape sequence is echoed with the escape spelled out.
+    let out =
+        add_stdin(b"https://one.example/a\n\xff\xfeword\nhttps://two.example/b\nbad\x1b[2Jword\n");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "queued 1 https://one.example/a\n\
+         rejected \u{fffd}\u{fffd}word: no web address found\n\
+         queued 2 https://two.example/b\n\
+         rejected bad\\u{1b}[2Jword: no web address found\n"
+    );
+    // Binary data is refused whole, with one reason, and nothing is queued from it.
+    let noise: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    let out = add_stdin(&noise);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout(&out), "");
+    assert!(
+        stderr(&out).contains("standard input is not text (it holds binary data)"),
+        "{}",
+        stderr(&out)
+    );
+    let file = sb.path().join("photo.jpg");
+    std::fs::write(&file, &noise).expect("write");
+    let out = sb.run(&["add", "--file", file.to_str().expect("utf8")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("photo.jpg is not text"),
+        "{}",
+        stderr(&out)
+    );
+    let stats = sb.json(&["stats", "--json"]);
+    assert_eq!(stats["pending"].as_u64(), Some(2), "{stats}");
+}
+
 #[test]
 fn job_objects_have_the_contract_fields() {
     let sb = Sandbox::new();

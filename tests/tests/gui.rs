@@ -313,12 +313,34 @@ fn dropped_links_and_bookmark_files_are_queued() {
             "the file drop summary",
         )
         .await;
+        // A photo dropped with a list of links: the photo is rejected by name, the list is read.
+        s.js(
+            "const noise = new Uint8Array(4096).map((_, i) => (Math.imul(i, 2654435761) >>> 13) & 255);\
+             const dt = new DataTransfer();\
+             dt.items.add(new File([noise], 'photo.jpg', { type: 'image/jpeg' }));\
+             dt.items.add(new File([arguments[0]], 'links.txt', { type: 'text/plain' }));\
+             document.body.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));",
+            vec![json!(format!("{}\n", server.url("/page?title=Listed")))],
+        )
+        .await;
+        s.wait_text(
+            "add-summary",
+            |t| t == "1 link queued, 0 duplicates, 1 rejected.",
+            "the mixed drop summary",
+        )
+        .await;
+        assert_eq!(
+            s.text("add-rejected").await,
+            "photo.jpg: not text (it holds binary data); drop a text file with links in it, or a \
+             bookmarks HTML file"
+        );
+        s.screenshot("drop-rejected-photo").await;
         let rows = s
-            .wait_rows(|r| all_status(r, 3, "done"), "three done jobs")
+            .wait_rows(|r| all_status(r, 4, "done"), "four done jobs")
             .await;
         let mut titles: Vec<&str> = rows.iter().map(|r| col(r, "Title")).collect();
         titles.sort_unstable();
-        assert_eq!(titles, ["Bookmark A", "Bookmark B", "Dragged"]);
+        assert_eq!(titles, ["Bookmark A", "Bookmark B", "Dragged", "Listed"]);
         s.finish().await;
     });
 }

@@ -81,18 +81,41 @@ struct Rejected {
     reason: String,
 }
 
-/// Queue the URLs found in pasted or dropped text as one batch.
+/// A file dropped on the window, as the page read it (bytes that are not UTF-8 become U+FFFD).
+#[derive(Debug, Deserialize)]
+pub struct DroppedFile {
+    name: String,
+    text: String,
+}
+
+/// Queue the URLs found in pasted or dropped text, and in dropped files, as one batch. A file
+/// that holds binary data is rejected whole, by name, instead of line by line.
 #[tauri::command]
 pub fn add_urls(
     text: String,
     source: String,
+    files: Option<Vec<DroppedFile>>,
     state: State<'_, DesktopState>,
 ) -> Result<AddSummary, String> {
     let source = if source == "drop" { "drop" } else { "paste" };
     let now = SystemClock.now_ms();
+    let mut summary = AddSummary::default();
+    let mut text = text;
+    for file in files.unwrap_or_default() {
+        if intake::looks_binary(&file.text) {
+            summary.rejected.push(Rejected {
+                input: file.name,
+                reason: "not text (it holds binary data); drop a text file with links in it, \
+                         or a bookmarks HTML file"
+                    .into(),
+            });
+        } else {
+            text.push('\n');
+            text.push_str(&file.text);
+        }
+    }
     let found = intake::scan_text(&text);
     let jobs: Vec<_> = found.iter().filter_map(Found::as_new_job).collect();
-    let mut summary = AddSummary::default();
     for f in &found {
         if let Found::Rejected { input, reason } = f {
             summary.rejected.push(Rejected {

@@ -58,7 +58,7 @@ pub fn scan_text(text: &str) -> Vec<Found> {
         let trimmed = line.trim();
         if out.len() == before && is_lone_word(trimmed) {
             out.push(Found::Rejected {
-                input: trimmed.to_string(),
+                input: shown(trimmed),
                 reason: no_address_reason(trimmed),
             });
         }
@@ -74,7 +74,7 @@ pub fn scan_args<S: AsRef<str>>(args: &[S]) -> Vec<Found> {
         let found = scan_text(arg);
         if found.is_empty() {
             out.push(Found::Rejected {
-                input: arg.trim().to_string(),
+                input: shown(arg.trim()),
                 reason: no_address_reason(arg.trim()),
             });
         } else {
@@ -82,6 +82,47 @@ pub fn scan_args<S: AsRef<str>>(args: &[S]) -> Vec<Found> {
         }
     }
     out
+}
+
+/// The most of a rejected input that is echoed back.
+const SHOWN_CHARS: usize = 200;
+
+/// A rejected input as it is echoed to the terminal or the window: control characters escaped
+/// (`\u{1b}`), so a line of the input cannot drive the terminal that prints it, and a long one
+/// cut, saying how long it was.
+fn shown(input: &str) -> String {
+    let escape = |c: char| -> String {
+        if c.is_control() {
+            c.escape_default().collect()
+        } else {
+            c.to_string()
+        }
+    };
+    let total = input.chars().count();
+    let mut out: String = input.chars().take(SHOWN_CHARS).map(escape).collect();
+    if total > SHOWN_CHARS {
+        out.push_str(&format!("… ({total} characters)"));
+    }
+    out
+}
+
+/// Whether text decoded from a file or standard input is binary data rather than text: it
+/// holds a NUL, or more than one character in ten of its start is not text (bytes that were
+/// not UTF-8, control characters other than tab, line feed, carriage return and form feed).
+pub fn looks_binary(text: &str) -> bool {
+    if text.contains('\0') {
+        return true;
+    }
+    let (mut chars, mut odd) = (0usize, 0usize);
+    for c in text.chars().take(8192) {
+        chars += 1;
+        if c == char::REPLACEMENT_CHARACTER
+            || (c.is_control() && !matches!(c, '\t' | '\n' | '\r' | '\x0c'))
+        {
+            odd += 1;
+        }
+    }
+    odd * 10 > chars
 }
 
 fn no_address_reason(input: &str) -> String {
@@ -192,7 +233,7 @@ fn trim_trailing(s: &str) -> &str {
 /// Decide one candidate.
 pub fn vet(input: &str) -> Found {
     let reject = |reason: String| Found::Rejected {
-        input: input.to_string(),
+        input: shown(input),
         reason,
     };
     if input.len() > MAX_URL_LEN {
@@ -372,5 +413,36 @@ mod tests {
         assert_eq!(normalize(&u), "http://example.com/a?id=3");
         let u = Url::parse("https://example.com:443/?gclid=1").expect("url");
         assert_eq!(normalize(&u), "https://example.com/");
+    }
+
+    #[test]
+    fn a_rejected_input_is_echoed_without_control_characters_and_cut_when_long() {
+        // An escape sequence in a dropped file must not reach the terminal that prints it.
+        let r = rejected(&scan_text(
+            "evil\u{1b}]0;owned\u{7}word\nhttps://ok.example/",
+        ));
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!(r[0].0, "evil\\u{1b}]0;owned\\u{7}word");
+        assert!(!r[0].0.chars().any(char::is_control));
+        let long = "x".repeat(100_000);
+        let r = rejected(&scan_text(&long));
+        assert_eq!(r[0].0, format!("{}… (100000 characters)", "x".repeat(200)));
+        let r = rejected(&scan_text(&format!("https://{long}.example/")));
+        assert!(r[0].0.ends_with("… (100017 characters)"), "{}", r[0].0);
+        assert_eq!(r[0].1, "address longer than 8192 characters");
+    }
+
+    #[test]
+    fn binary_data_is_told_from_text() {
+        assert!(looks_binary("https://a.example/\0"));
+        let noise =
+            String::from_utf8_lossy(&[0xff, 0xfe, 0x41, 0x80, 0x9f, 0x42, 0xc3]).into_owned();
+        assert!(looks_binary(&noise.repeat(50)));
+        assert!(!looks_binary(
+            "https://a.example/\r\n\tnotes\x0c\nhttps://b.example/"
+        ));
+        // A few bad bytes in a long list are a damaged text file, not a binary one.
+        let list = format!("{}\u{fffd}\n", "https://a.example/page\n".repeat(40));
+        assert!(!looks_binary(&list));
     }
 }
