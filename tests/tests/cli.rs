@@ -159,6 +159,36 @@ fn add_reads_damaged_text_and_refuses_binary_data() {
 }
 
 #[test]
+fn a_queue_that_is_not_one_or_is_from_a_newer_gleaner_is_explained() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.db_path(), "notes, not a database\n".repeat(40)).expect("write");
+    let out = sb.run(&["stats"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("gleaner.db is not a Gleaner queue, or it is damaged; move it aside"),
+        "{}",
+        stderr(&out)
+    );
+
+    let sb = Sandbox::new();
+    assert!(sb.run(&["stats"]).status.success());
+    rusqlite::Connection::open(sb.db_path())
+        .and_then(|c| c.pragma_update(None, "user_version", 99))
+        .expect("version");
+    let out = sb.run(&["stats"]);
+    assert_eq!(out.status.code(), Some(1));
+    let said = stderr(&out);
+    assert!(
+        said.contains("this queue was last opened by a newer Gleaner (schema version 99; this one knows up to "),
+        "{said}"
+    );
+    assert!(
+        said.contains("update Gleaner, or give another --data-dir"),
+        "{said}"
+    );
+}
+
+#[test]
 fn job_objects_have_the_contract_fields() {
     let sb = Sandbox::new();
     sb.run(&["add", "https://example.com/a"]);

@@ -22,6 +22,17 @@ pub enum StoreError {
     #[error("cannot bring the database's schema up to date: {}", migration_cause(.0))]
     Migration(rusqlite_migration::Error),
     #[error(
+        "{} is not a Gleaner queue, or it is damaged; move it aside and Gleaner starts a new, \
+         empty queue there",
+        .0.display()
+    )]
+    NotADatabase(PathBuf),
+    #[error(
+        "this queue was last opened by a newer Gleaner (schema version {found}; this one knows \
+         up to {known}); update Gleaner, or give another --data-dir"
+    )]
+    NewerSchema { found: i64, known: usize },
+    #[error(
         "cannot take the lock that keeps two processes from upgrading {path} at once: {source}"
     )]
     MigrationLock {
@@ -648,8 +659,16 @@ impl Store {
             })?;
         }
         let mut conn = Connection::open(path)?;
-        configure(&conn)?;
-        migrate(&mut conn, Some(path))?;
+        let not_a_database = |e: StoreError| match e {
+            StoreError::Sqlite(rusqlite::Error::SqliteFailure(f, _))
+                if f.code == rusqlite::ErrorCode::NotADatabase =>
+            {
+                StoreError::NotADatabase(path.to_path_buf())
+            }
+            other => other,
+        };
+        configure(&conn).map_err(|e| not_a_database(e.into()))?;
+        migrate(&mut conn, Some(path)).map_err(not_a_database)?;
         Ok(Self {
             conn: Mutex::new(conn),
             path: Some(path.to_path_buf()),
@@ -1650,7 +1669,15 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
 fn migrate(conn: &mut Connection, db: Option<&Path>) -> Result<()> {
     conn.pragma_update(None, "foreign_keys", "OFF")?;
     let migrations = migrations();
-    if migrations.pending_migrations(conn)? != 0 {
+    let pending = migrations.pending_migrations(conn)?;
+    if pending < 0 {
+        let found: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        return Err(StoreError::NewerSchema {
+            found,
+            known: (found - i64::from(-pending)) as usize,
+        });
+    }
+    if pending != 0 {
         let _turn = db.map(migration_turn).transpose()?;
         migrations.to_latest(conn)?;
     }
