@@ -942,6 +942,30 @@ fn a_second_launch_hands_over_to_the_first_and_the_cli_shares_its_queue() {
         assert_eq!(out.status.code(), Some(1), "{said}");
         assert!(said.contains("did not answer within 5 s"), "{said}");
         assert_eq!(s.app_pids(), [first]);
+        // Launched from a menu there is no terminal to read that on: the desktop is told.
+        let told = |what: &str| {
+            s.notifications().into_iter().any(|n| {
+                n.app_name == "Gleaner"
+                    && n.summary == "Gleaner could not open its window"
+                    && n.body.contains(what)
+            })
+        };
+        assert!(told("did not answer within 5 s"), "{:?}", s.notifications());
+        // So is a launch over a file that is not a queue.
+        let damaged = tempfile::tempdir().expect("damaged library");
+        std::fs::write(
+            damaged.path().join("gleaner.db"),
+            "not a queue\n".repeat(50),
+        )
+        .expect("write");
+        let out = second_launch(&s, damaged.path()).await;
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}",
+            gleaner_tests::stderr(&out)
+        );
+        assert!(told("is not a Gleaner queue"), "{:?}", s.notifications());
 
         // Another library gets a window of its own, and a launch over it hands over to that one.
         let own = window_names(&s);

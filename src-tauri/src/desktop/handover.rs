@@ -183,6 +183,38 @@ fn hand_over_to_open_window(
     }
 }
 
+/// Tells the desktop, with an OS notification, that the window could not open and why. A launch
+/// from an app menu has no terminal, and would otherwise end with no word at all.
+#[cfg(target_os = "linux")]
+pub fn notify_failed_start(message: &str) {
+    let sent = zbus::blocking::connection::Builder::session()
+        .and_then(|b| b.method_timeout(ANSWER_TIMEOUT).build())
+        .and_then(|bus| {
+            bus.call_method(
+                Some("org.freedesktop.Notifications"),
+                "/org/freedesktop/Notifications",
+                Some("org.freedesktop.Notifications"),
+                "Notify",
+                &(
+                    "Gleaner",
+                    0u32,
+                    "",
+                    "Gleaner could not open its window",
+                    message,
+                    Vec::<&str>::new(),
+                    std::collections::HashMap::<&str, zbus::zvariant::Value<'_>>::new(),
+                    -1i32,
+                ),
+            )
+        });
+    if let Err(e) = sent {
+        tracing::debug!(error = %e, "cannot notify the desktop that the window did not open");
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn notify_failed_start(_message: &str) {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

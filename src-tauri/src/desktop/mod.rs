@@ -56,8 +56,21 @@ fn notifications_enabled(store: &Store) -> bool {
     }
 }
 
-/// Opens the desktop window over the queue in `data_dir` and blocks until it is closed.
+/// Opens the desktop window over the queue in `data_dir` and blocks until it is closed. If it
+/// cannot, and no terminal shows the error (a launch from an app menu), an OS notification
+/// says why.
 pub fn run(data_dir: PathBuf) -> anyhow::Result<()> {
+    let result = open_window(data_dir);
+    if let Err(e) = &result
+        && !std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && session_bus_available()
+    {
+        handover::notify_failed_start(&format!("{e:#}"));
+    }
+    result
+}
+
+fn open_window(data_dir: PathBuf) -> anyhow::Result<()> {
     // Before anything else: a second launch needs neither the queue nor a display of its own.
     // The lock is held until this function returns, when the window has closed.
     #[cfg(target_os = "linux")]
