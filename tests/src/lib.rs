@@ -65,6 +65,26 @@ impl Sandbox {
         self.cmd().args(args).output().expect("run gleaner")
     }
 
+    /// Run with `input` on standard input, to completion, and capture the output.
+    pub fn run_with_stdin(&self, args: &[&str], input: &[u8]) -> Output {
+        use std::io::Write as _;
+        let mut child = self
+            .cmd()
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn gleaner");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input)
+            .expect("write stdin");
+        child.wait_with_output().expect("wait for gleaner")
+    }
+
     /// Run and parse stdout as JSON, asserting success.
     pub fn json(&self, args: &[&str]) -> serde_json::Value {
         let out = self.run(args);

@@ -70,21 +70,10 @@ fn add_reads_files_and_stdin_as_free_text() {
         "queued 1 https://one.example/x\nqueued 2 https://two.example/y\n"
     );
 
-    use std::io::Write;
-    let mut child = sb
-        .cmd()
-        .args(["add", "--file", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(b"https://three.example/z\nnot-a-url\n")
-        .expect("write");
-    let out = child.wait_with_output().expect("wait");
+    let out = sb.run_with_stdin(
+        &["add", "--file", "-"],
+        b"https://three.example/z\nnot-a-url\n",
+    );
     assert_eq!(out.status.code(), Some(1));
     let text = stdout(&out);
     assert!(
@@ -102,24 +91,7 @@ fn add_reads_files_and_stdin_as_free_text() {
 #[test]
 fn add_reads_damaged_text_and_refuses_binary_data() {
     let sb = Sandbox::new();
-    let add_stdin = |bytes: &[u8]| {
-        use std::io::Write;
-        let mut child = sb
-            .cmd()
-            .args(["add", "--file", "-"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(bytes)
-            .expect("write");
-        child.wait_with_output().expect("wait")
-    };
+    let add_stdin = |bytes: &[u8]| sb.run_with_stdin(&["add", "--file", "-"], bytes);
     // A list with one line that is not UTF-8 still gives its links, from standard input as
     // from a file; the bad line is rejected with its bytes shown as U+FFFD, and a line holding
     // a terminal escape sequence is echoed with the escape spelled out.

@@ -105,12 +105,7 @@ pub fn claim_window(data_dir: &Path, bus: bool) -> Result<Launch, HandoverError>
         source,
     };
     std::fs::create_dir_all(data_dir).map_err(lock_error)?;
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(lock_error)?;
+    let file = crate::engine::open_lock_file(&path).map_err(lock_error)?;
     let deadline = std::time::Instant::now() + STARTING_PATIENCE;
     let mut waiting = false;
     let mut connection = None;

@@ -9,6 +9,7 @@
 //! - [`library`]: documents written to disk.
 //! - [`export`]: the library as JSON Lines.
 //! - [`clock`]: the injected notion of "now".
+//! - [`open_lock_file`]: the files whose `flock` keeps processes from stepping on each other.
 
 pub mod clock;
 pub mod export;
@@ -19,3 +20,13 @@ pub mod library;
 pub mod policy;
 pub mod store;
 pub mod worker;
+
+/// Opens (creating if needed) a file that exists to be locked with `File::lock`: the lock,
+/// not the content, is what matters, and the OS lets go of it when the process ends.
+pub fn open_lock_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+}

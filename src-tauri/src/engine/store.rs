@@ -1695,12 +1695,7 @@ fn migration_turn(db: &Path) -> Result<std::fs::File> {
         path: path.clone(),
         source,
     };
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(lock_error)?;
+    let file = super::open_lock_file(&path).map_err(lock_error)?;
     match file.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
