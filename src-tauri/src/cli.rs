@@ -299,10 +299,28 @@ pub fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("gleaner: {e:#}");
+            eprintln!("gleaner: {}", explain(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// An error and its causes, joined with ": ", each said once. The engine's errors put their
+/// cause in their own message, which is what the window shows; anyhow's `{:#}` would then
+/// print it a second time ("File exists (os error 17): File exists (os error 17)").
+pub fn explain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 fn init_tracing() {
@@ -835,6 +853,24 @@ mod tests {
         assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
         assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
         assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn an_error_says_each_cause_once() {
+        let io = std::io::Error::from_raw_os_error(17);
+        let store = crate::engine::store::StoreError::DataDir {
+            path: "/tmp/afile".into(),
+            source: io,
+        };
+        let e = anyhow::Error::new(store).context("cannot open the queue in /tmp/afile");
+        assert_eq!(
+            explain(&e),
+            "cannot open the queue in /tmp/afile: cannot create the data folder /tmp/afile: \
+             File exists (os error 17)"
+        );
+        // A cause its parent does not repeat is kept.
+        let e = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(explain(&e), "outer: inner");
     }
 
     #[test]

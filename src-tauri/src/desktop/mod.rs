@@ -65,7 +65,7 @@ pub fn run(data_dir: PathBuf) -> anyhow::Result<()> {
         && !std::io::IsTerminal::is_terminal(&std::io::stderr())
         && session_bus_available()
     {
-        handover::notify_failed_start(&format!("{e:#}"));
+        handover::notify_failed_start(&crate::cli::explain(e));
     }
     result
 }
