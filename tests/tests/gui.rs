@@ -1035,6 +1035,53 @@ fn a_second_launch_hands_over_to_the_first_and_the_cli_shares_its_queue() {
     });
 }
 
+/// A researcher pastes a very long list and, while it is being queued, opens the settings: the
+/// window answers at once instead of freezing until the whole list is in.
+#[test]
+fn the_window_answers_while_a_long_paste_is_queued() {
+    gui(async {
+        let s = DesktopSession::launch().await;
+        s.click("pause-queue").await;
+        let n = 40_000;
+        s.js(
+            "window.__t = {};\
+             const summary = document.getElementById('add-summary');\
+             new MutationObserver(() => { if (summary.textContent.includes('queued')) window.__t.summary ??= performance.now(); })\
+               .observe(summary, { childList: true, characterData: true, subtree: true });\
+             const dialog = document.getElementById('settings');\
+             new MutationObserver(() => { if (dialog.open) window.__t.settings ??= performance.now(); })\
+               .observe(dialog, { attributes: true });\
+             document.getElementById('add').addEventListener('click', () => { window.__t.add ??= performance.now(); });\
+             document.getElementById('urls').value = Array.from({ length: arguments[0] }, (_, i) => `https://h${i % 500}.example/paper/${i}`).join('\\n');",
+            vec![json!(n)],
+        )
+        .await;
+        s.click("add").await;
+        s.click("open-settings").await;
+        s.wait_text(
+            "add-summary",
+            |t| t.replace(',', "").starts_with("40000 links queued"),
+            "the long paste to be queued",
+        )
+        .await;
+        let t = s.js("return window.__t;", vec![]).await;
+        let at = |k: &str| t[k].as_f64().unwrap_or_else(|| panic!("no {k} in {t}"));
+        let (add, settings, summary) = (at("add"), at("settings"), at("summary"));
+        eprintln!(
+            "queued {n} links in {:.0} ms; the settings opened {:.0} ms after the click on Add",
+            summary - add,
+            settings - add
+        );
+        assert!(
+            summary - add > 1_000.0,
+            "the paste was too quick to tell anything ({:.0} ms)",
+            summary - add
+        );
+        assert!(settings < summary, "the settings waited for the paste: {t}");
+        s.finish().await;
+    });
+}
+
 #[test]
 fn hundreds_of_changes_reach_the_page_as_at_most_about_ten_events_a_second() {
     gui(async {

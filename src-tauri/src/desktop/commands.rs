@@ -17,6 +17,7 @@ use crate::engine::store::{
     ActionResult, Attempt, BatchInfo, Enqueued, HostCount, Job, JobFilter, Stats, Status, Store,
     StoreError, rfc3339,
 };
+use crate::engine::worker::Worker;
 
 /// Rows per page of the job table: the webview never holds the whole queue.
 const PAGE_MAX: u32 = 500;
@@ -90,12 +91,27 @@ pub struct DroppedFile {
 
 /// Queue the URLs found in pasted or dropped text, and in dropped files, as one batch. A file
 /// that holds binary data is rejected whole, by name, instead of line by line.
+///
+/// Off the main thread, like every command that may take a while: a paste of 100,000 links
+/// takes seconds, and a synchronous command would freeze the window for all of them.
 #[tauri::command]
-pub fn add_urls(
+pub async fn add_urls(
     text: String,
     source: String,
     files: Option<Vec<DroppedFile>>,
     state: State<'_, DesktopState>,
+) -> Result<AddSummary, String> {
+    let store = state.store.clone();
+    let worker = state.worker.clone();
+    off_main(move || add_found(text, &source, files, &store, &worker)).await
+}
+
+fn add_found(
+    text: String,
+    source: &str,
+    files: Option<Vec<DroppedFile>>,
+    store: &Store,
+    worker: &Worker,
 ) -> Result<AddSummary, String> {
     let source = if source == "drop" { "drop" } else { "paste" };
     let now = SystemClock.now_ms();
@@ -128,13 +144,11 @@ pub fn add_urls(
         return Ok(summary);
     }
     let fail = store_error("Could not add to the queue");
-    let batch = state
-        .store
+    let batch = store
         .create_batch(&format!("{source} {}", rfc3339(now)), source, now)
         .map_err(&fail)?;
-    let policy = state.worker.policy();
-    for r in state
-        .store
+    let policy = worker.policy();
+    for r in store
         .enqueue(Some(batch), &jobs, policy.max_retries, now)
         .map_err(&fail)?
     {
@@ -145,7 +159,7 @@ pub fn add_urls(
             }
         }
     }
-    state.worker.wake();
+    worker.wake();
     Ok(summary)
 }
 
@@ -268,55 +282,78 @@ fn summarize(results: Vec<ActionResult>, verb: &str) -> ActionSummary {
 
 /// Retry: dead, cancelled or done jobs start again with a fresh budget; pending jobs run now.
 #[tauri::command]
-pub fn retry_jobs(ids: Vec<i64>, state: State<'_, DesktopState>) -> Result<ActionSummary, String> {
-    let max_retries = state.worker.policy().max_retries;
-    let results = state
-        .store
-        .retry(&ids, max_retries, SystemClock.now_ms())
-        .map_err(store_error("Could not retry"))?;
-    state.worker.wake();
-    Ok(summarize(results, "retried"))
+pub async fn retry_jobs(
+    ids: Vec<i64>,
+    state: State<'_, DesktopState>,
+) -> Result<ActionSummary, String> {
+    let (store, worker) = (state.store.clone(), state.worker.clone());
+    off_main(move || {
+        let results = store
+            .retry(&ids, worker.policy().max_retries, SystemClock.now_ms())
+            .map_err(store_error("Could not retry"))?;
+        worker.wake();
+        Ok(summarize(results, "retried"))
+    })
+    .await
 }
 
 /// Every dead job (of one host, if given) back to pending with a fresh budget.
 #[tauri::command]
-pub fn retry_dead(
+pub async fn retry_dead(
     host: Option<String>,
     state: State<'_, DesktopState>,
 ) -> Result<ActionSummary, String> {
-    let max_retries = state.worker.policy().max_retries;
+    let (store, worker) = (state.store.clone(), state.worker.clone());
     let host = host.filter(|h| !h.trim().is_empty());
-    let ids = state
-        .store
-        .retry_dead(host.as_deref(), max_retries, SystemClock.now_ms())
-        .map_err(store_error("Could not retry the dead jobs"))?;
-    state.worker.wake();
-    Ok(ActionSummary {
-        done: ids.len(),
-        skipped: Vec::new(),
+    off_main(move || {
+        let ids = store
+            .retry_dead(
+                host.as_deref(),
+                worker.policy().max_retries,
+                SystemClock.now_ms(),
+            )
+            .map_err(store_error("Could not retry the dead jobs"))?;
+        worker.wake();
+        Ok(ActionSummary {
+            done: ids.len(),
+            skipped: Vec::new(),
+        })
     })
+    .await
 }
 
 #[tauri::command]
-pub fn cancel_jobs(ids: Vec<i64>, state: State<'_, DesktopState>) -> Result<ActionSummary, String> {
-    let results = state
-        .store
-        .cancel(&ids, SystemClock.now_ms())
-        .map_err(store_error("Could not cancel"))?;
-    state.worker.wake();
-    Ok(summarize(results, "cancelled"))
+pub async fn cancel_jobs(
+    ids: Vec<i64>,
+    state: State<'_, DesktopState>,
+) -> Result<ActionSummary, String> {
+    let (store, worker) = (state.store.clone(), state.worker.clone());
+    off_main(move || {
+        let results = store
+            .cancel(&ids, SystemClock.now_ms())
+            .map_err(store_error("Could not cancel"))?;
+        worker.wake();
+        Ok(summarize(results, "cancelled"))
+    })
+    .await
 }
 
 #[tauri::command]
-pub fn delete_jobs(ids: Vec<i64>, state: State<'_, DesktopState>) -> Result<ActionSummary, String> {
-    let results = state
-        .store
-        .delete(&ids)
-        .map_err(store_error("Could not delete"))?;
-    Ok(summarize(
-        results,
-        "deleted while running (cancel it first)",
-    ))
+pub async fn delete_jobs(
+    ids: Vec<i64>,
+    state: State<'_, DesktopState>,
+) -> Result<ActionSummary, String> {
+    let store = state.store.clone();
+    off_main(move || {
+        let results = store
+            .delete(&ids)
+            .map_err(store_error("Could not delete"))?;
+        Ok(summarize(
+            results,
+            "deleted while running (cancel it first)",
+        ))
+    })
+    .await
 }
 
 /// Pause or resume the whole queue, for this window and every CLI worker on the database.
