@@ -178,6 +178,8 @@ const addButton = $('add');
 const addSummary = $('add-summary');
 const rejectedList = $('add-rejected');
 
+const REJECTED_SHOWN = 300;
+
 async function addText(text, source, files = []) {
   if ((!text || !text.trim()) && files.length === 0) {
     addSummary.textContent = 'Nothing to add: the text holds no links.';
@@ -194,7 +196,12 @@ async function addText(text, source, files = []) {
     refetchButton.textContent = refetchIds.length === 1
       ? 'Already fetched: fetch again'
       : `${refetchIds.length.toLocaleString()} already fetched: fetch again`;
-    rejectedList.replaceChildren(...result.rejected.map((r) => el('li', '', `${r.input}: ${r.reason}`)));
+    // A pasted word list can reject 100,000 lines; the first few hundred say what went wrong.
+    const shown = result.rejected.slice(0, REJECTED_SHOWN).map((r) => el('li', '', `${r.input}: ${r.reason}`));
+    if (result.rejected.length > REJECTED_SHOWN) {
+      shown.push(el('li', '', `… and ${(result.rejected.length - REJECTED_SHOWN).toLocaleString()} more rejected lines.`));
+    }
+    rejectedList.replaceChildren(...shown);
     if (source === 'paste' && result.rejected.length === 0) {
       urls.value = '';
     }

@@ -1078,6 +1078,36 @@ fn the_window_answers_while_a_long_paste_is_queued() {
             summary - add
         );
         assert!(settings < summary, "the settings waited for the paste: {t}");
+        s.click("settings-cancel").await;
+
+        // A pasted word list is rejected line by line, but the list under the box shows the
+        // first 300 and counts the rest, instead of 70,000 list items.
+        s.js(
+            "document.getElementById('urls').value = Array.from({ length: 70000 }, (_, i) => `word${i}`).join('\\n');",
+            vec![],
+        )
+        .await;
+        s.click("add").await;
+        s.wait_text(
+            "add-summary",
+            |t| t.replace(',', "") == "0 links queued 0 duplicates 70000 rejected.",
+            "the word list to be rejected",
+        )
+        .await;
+        let items = s
+            .js(
+                "return Array.from(document.querySelectorAll('#add-rejected li')).map((li) => li.textContent);",
+                vec![],
+            )
+            .await;
+        let items = items.as_array().expect("items");
+        assert_eq!(items.len(), 301);
+        assert_eq!(items[0], "word0: no web address found");
+        assert_eq!(
+            items[300].as_str().map(|t| t.replace(',', "")),
+            Some("… and 69700 more rejected lines.".to_string())
+        );
+        s.screenshot("rejected-word-list").await;
         s.finish().await;
     });
 }
