@@ -146,10 +146,16 @@ pub enum HostsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// No job for HOST starts until it is resumed.
-    Pause { host: String },
+    /// No job for HOST starts until it is resumed. HOST may also be a link on the host.
+    Pause {
+        #[arg(value_parser = parse_host)]
+        host: String,
+    },
     /// Lift a manual pause, or a rate-limit pause still running, from HOST.
-    Resume { host: String },
+    Resume {
+        #[arg(value_parser = parse_host)]
+        host: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -160,7 +166,7 @@ pub enum JobsCommand {
         #[arg(long, value_parser = parse_status)]
         status: Option<Status>,
         /// Only this host.
-        #[arg(long)]
+        #[arg(long, value_parser = parse_host)]
         host: Option<String>,
         /// Only URLs or titles containing this text.
         #[arg(long)]
@@ -185,7 +191,7 @@ pub enum JobsCommand {
         #[arg(long)]
         dead: bool,
         /// With --dead: only this host's.
-        #[arg(long, requires = "dead")]
+        #[arg(long, requires = "dead", value_parser = parse_host)]
         host: Option<String>,
     },
     /// Cancel pending or running jobs.
@@ -207,6 +213,10 @@ fn parse_jitter(s: &str) -> Result<f64, String> {
     } else {
         Err("jitter must be between 0 and 1".into())
     }
+}
+
+fn parse_host(s: &str) -> Result<String, String> {
+    intake::host_name(s)
 }
 
 fn parse_status(s: &str) -> Result<Status, String> {
@@ -606,15 +616,15 @@ fn hosts(store: &Store, command: HostsCommand, now: i64) -> anyhow::Result<ExitC
         }
         HostsCommand::Pause { host } => {
             store.pause_host(&host, now)?;
-            println!("host {} paused", host.to_ascii_lowercase());
+            println!("host {host} paused");
             Ok(ExitCode::SUCCESS)
         }
         HostsCommand::Resume { host } => {
             if store.resume_host(&host, now)? {
-                println!("host {} resumed", host.to_ascii_lowercase());
+                println!("host {host} resumed");
                 Ok(ExitCode::SUCCESS)
             } else {
-                println!("host {} was not paused", host.to_ascii_lowercase());
+                println!("host {host} was not paused");
                 Ok(ExitCode::FAILURE)
             }
         }

@@ -378,6 +378,24 @@ fn hosts_and_the_whole_queue_can_be_paused_and_resumed() {
         Some(1),
         "not paused any more"
     );
+    // A link names its host; something that cannot be a host is refused rather than paused
+    // to no effect.
+    assert_eq!(
+        stdout(&sb.run(&["hosts", "pause", &server.url("/ok/1")])),
+        "host 127.0.0.1 paused\n"
+    );
+    assert!(sb.run(&["hosts", "resume", "127.0.0.1"]).status.success());
+    let out = sb.run(&["hosts", "pause", "not a host!"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("“not a host!” is not a host name; give one such as example.com"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        stdout(&sb.run(&["hosts"])),
+        "no host is paused or throttled\n"
+    );
 
     assert_eq!(
         stdout(&sb.run(&["pause"])),

@@ -200,7 +200,11 @@ fn page_of_jobs(query: JobQuery, store: &Store) -> Result<JobPage, String> {
     let limit = query.limit.unwrap_or(100).clamp(1, PAGE_MAX);
     let mut filter = JobFilter {
         status,
-        host: query.host.filter(|h| !h.trim().is_empty()),
+        // A link pasted into the host box means its host.
+        host: query
+            .host
+            .filter(|h| !h.trim().is_empty())
+            .map(|h| intake::host_name(&h).unwrap_or(h)),
         batch_id: query.batch_id,
         search: query.search,
         before_id: query.before_id,
@@ -379,6 +383,7 @@ pub fn set_host_paused(
     paused: bool,
     state: State<'_, DesktopState>,
 ) -> Result<bool, String> {
+    let host = intake::host_name(&host)?;
     let now = SystemClock.now_ms();
     let fail = store_error("Could not change the host");
     if paused {

@@ -84,6 +84,27 @@ pub fn scan_args<S: AsRef<str>>(args: &[S]) -> Vec<Found> {
     out
 }
 
+/// The host a person means by `input`, as jobs store it: a host name (`Example.COM`), a host
+/// and port, or any link on the host (`https://example.com/a`). Lower-cased, international
+/// names in their ASCII form. `Err` says why `input` names no host.
+pub fn host_name(input: &str) -> Result<String, String> {
+    let t = input.trim();
+    let url = if t.contains("://") {
+        Url::parse(t)
+    } else {
+        Url::parse(&format!("http://{t}"))
+    };
+    match url.ok().as_ref().and_then(Url::host_str) {
+        Some(host) if !host.is_empty() && !t.chars().any(char::is_whitespace) => {
+            Ok(host.to_string())
+        }
+        _ => Err(format!(
+            "“{}” is not a host name; give one such as example.com, or a link on the host",
+            shown(t)
+        )),
+    }
+}
+
 /// The most of a rejected input that is echoed back.
 const SHOWN_CHARS: usize = 200;
 
@@ -444,5 +465,37 @@ mod tests {
         // A few bad bytes in a long list are a damaged text file, not a binary one.
         let list = format!("{}\u{fffd}\n", "https://a.example/page\n".repeat(40));
         assert!(!looks_binary(&list));
+    }
+
+    #[test]
+    fn a_host_is_named_by_its_name_or_by_a_link_on_it() {
+        assert_eq!(host_name("Example.COM").as_deref(), Ok("example.com"));
+        assert_eq!(
+            host_name(" example.com:8080 ").as_deref(),
+            Ok("example.com")
+        );
+        assert_eq!(
+            host_name("https://Sub.Example.com/a?b=1").as_deref(),
+            Ok("sub.example.com")
+        );
+        assert_eq!(
+            host_name("example.com/paper/1").as_deref(),
+            Ok("example.com")
+        );
+        assert_eq!(
+            host_name("bücher.example").as_deref(),
+            Ok("xn--bcher-kva.example")
+        );
+        assert_eq!(host_name("127.0.0.1").as_deref(), Ok("127.0.0.1"));
+        for bad in [
+            "not a host!",
+            "",
+            "https://",
+            "a b.example",
+            "file:///etc/passwd",
+        ] {
+            let e = host_name(bad).expect_err(bad);
+            assert!(e.contains("is not a host name"), "{bad}: {e}");
+        }
     }
 }
