@@ -203,7 +203,77 @@ fn spawn_reading_line(mut cmd: Command, what: &str) -> (Child, String) {
     (child, line.trim().to_string())
 }
 
+/// The app's X windows titled "Gleaner", each with whether it is mapped (on screen).
+fn gleaner_windows(conn: &impl x11rb::connection::Connection, screen: usize) -> Vec<(u32, bool)> {
+    use x11rb::protocol::xproto::{AtomEnum, ConnectionExt as _, MapState};
+    let mut found = Vec::new();
+    let mut stack = vec![conn.setup().roots[screen].root];
+    while let Some(w) = stack.pop() {
+        if let Some(tree) = conn.query_tree(w).ok().and_then(|c| c.reply().ok()) {
+            stack.extend(tree.children);
+        }
+        let title = conn
+            .get_property(false, w, AtomEnum::WM_NAME, AtomEnum::ANY, 0, 64)
+            .ok()
+            .and_then(|c| c.reply().ok());
+        if title.is_some_and(|t| t.value == b"Gleaner") {
+            let shown = conn
+                .get_window_attributes(w)
+                .ok()
+                .and_then(|c| c.reply().ok())
+                .is_some_and(|a| a.map_state == MapState::VIEWABLE);
+            found.push((w, shown));
+        }
+    }
+    found
+}
+
 impl DesktopSession {
+    /// Whether the app's window is on screen (mapped), as opposed to hidden or gone.
+    pub fn window_shown(&self) -> bool {
+        let (conn, screen) = x11rb::connect(Some(&self.display)).expect("connect to X");
+        gleaner_windows(&conn, screen)
+            .iter()
+            .any(|&(_, shown)| shown)
+    }
+
+    /// Close the window as a window manager's close button does: a WM_DELETE_WINDOW message,
+    /// which the app may answer by hiding instead.
+    pub fn close_window_like_a_user(&self) {
+        use x11rb::protocol::xproto::{ClientMessageEvent, ConnectionExt as _, EventMask};
+        use x11rb::wrapper::ConnectionExt as _;
+        let (conn, screen) = x11rb::connect(Some(&self.display)).expect("connect to X");
+        let atom = |name: &[u8]| {
+            conn.intern_atom(false, name)
+                .expect("intern atom")
+                .reply()
+                .expect("atom")
+                .atom
+        };
+        let (protocols, delete) = (atom(b"WM_PROTOCOLS"), atom(b"WM_DELETE_WINDOW"));
+        let shown: Vec<u32> = gleaner_windows(&conn, screen)
+            .into_iter()
+            .filter_map(|(w, shown)| shown.then_some(w))
+            .collect();
+        assert!(!shown.is_empty(), "no Gleaner window on screen to close");
+        for w in shown {
+            let event =
+                ClientMessageEvent::new(32, w, protocols, [delete, x11rb::CURRENT_TIME, 0, 0, 0]);
+            conn.send_event(false, w, EventMask::NO_EVENT, event)
+                .expect("send WM_DELETE_WINDOW");
+        }
+        conn.sync().expect("X round trip");
+    }
+
+    /// Take the tray away, as a desktop without a panel that shows tray icons (stock GNOME).
+    pub fn remove_tray(&self) {
+        let released = self
+            .bus
+            .release_name("org.kde.StatusNotifierWatcher")
+            .expect("release the StatusNotifierWatcher name");
+        assert!(released, "the session's bus had no tray to take away");
+    }
+
     /// Start X, the bus, the notification server, tauri-driver, and the app on a fresh data
     /// folder; returns once the window has loaded and said "Ready.".
     pub async fn launch() -> DesktopSession {

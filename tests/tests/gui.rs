@@ -814,6 +814,25 @@ fn the_tray_shows_counts_pauses_the_queue_and_quits_remembering_the_window() {
         s.wait_text("queue-state", |t| t.is_empty(), "the pause to end")
             .await;
 
+        // Closing the window, as with its close button, hides it: the queue keeps working,
+        // and the tray's Show brings the window back.
+        s.close_window_like_a_user();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while s.window_shown() {
+            assert!(Instant::now() < deadline, "closing did not hide the window");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(s.app_running(), "closing with a tray must not quit");
+        s.tray_click("Show Gleaner");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !s.window_shown() {
+            assert!(
+                Instant::now() < deadline,
+                "Show did not bring the window back"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+
         // Resize, then Quit from the tray: the app ends and remembers the window.
         s.client.set_window_size(900, 640).await.expect("resize");
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -828,6 +847,34 @@ fn the_tray_shows_counts_pauses_the_queue_and_quits_remembering_the_window() {
         let (w, h) = s.client.get_window_size().await.expect("size");
         assert_eq!((w, h), (900, 640), "the window size was remembered");
         s.finish().await;
+    });
+}
+
+/// On a desktop whose panel shows no tray icons (stock GNOME), closing the window quits: hiding
+/// it would leave Gleaner running with no icon, no window and no Quit.
+#[test]
+fn without_a_tray_closing_the_window_quits() {
+    gui(async {
+        let s = DesktopSession::launch().await;
+        assert!(s.window_shown());
+        s.remove_tray();
+        s.close_window_like_a_user();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while s.app_running() {
+            assert!(
+                Instant::now() < deadline,
+                "closing the window did not quit; shown: {}\n--- app log ---\n{}",
+                s.window_shown(),
+                s.app_log()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(
+            s.app_log()
+                .contains("no tray is shown on this desktop; closing the window quits Gleaner"),
+            "{}",
+            s.app_log()
+        );
     });
 }
 

@@ -174,6 +174,7 @@ pub fn build_app<R: Runtime>(
                     .state::<DesktopState>()
                     .has_tray
                     .load(Ordering::Relaxed)
+                && tray::shown()
             {
                 api.prevent_close();
                 if let Err(e) = window.hide() {

@@ -34,6 +34,38 @@ pub fn install<R: Runtime>(app: &tauri::AppHandle<R>) -> bool {
     }
 }
 
+/// Whether the desktop shows tray icons now. On Linux an icon is a StatusNotifierItem, and only
+/// a panel that runs the StatusNotifierWatcher shows one: stock GNOME has none, and there the
+/// icon is built without error and never seen. Closing the window must then quit, or Gleaner
+/// would go on in the background with no way back to it but a second launch, and no Quit.
+/// Asked at each close, since a panel may start or stop while Gleaner runs.
+#[cfg(target_os = "linux")]
+pub fn shown() -> bool {
+    let answer = zbus::blocking::connection::Builder::session()
+        .and_then(|b| b.method_timeout(std::time::Duration::from_secs(1)).build())
+        .and_then(|bus| {
+            let dbus = zbus::blocking::fdo::DBusProxy::new(&bus)?;
+            let watcher = zbus::names::BusName::try_from("org.kde.StatusNotifierWatcher")?;
+            dbus.name_has_owner(watcher).map_err(zbus::Error::from)
+        });
+    match answer {
+        Ok(true) => true,
+        Ok(false) => {
+            tracing::info!("no tray is shown on this desktop; closing the window quits Gleaner");
+            false
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot tell whether a tray is shown; closing the window quits Gleaner");
+            false
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn shown() -> bool {
+    true
+}
+
 fn build<R: Runtime>(app: &tauri::AppHandle<R>) -> tauri::Result<TrayItems<R>> {
     let counts = MenuItem::with_id(app, "counts", "Gleaner", false, None::<&str>)?;
     let show = MenuItem::with_id(app, SHOW, "Show Gleaner", true, None::<&str>)?;
