@@ -113,7 +113,12 @@ pub fn claim_window(data_dir: &Path, bus: bool) -> Result<Launch, HandoverError>
         match file.try_lock() {
             Ok(()) => return Ok(Launch::Open(file)),
             Err(std::fs::TryLockError::WouldBlock) => {}
-            Err(std::fs::TryLockError::Error(e)) => return Err(lock_error(e)),
+            // A file system without locks (an NFS mount with `nolock`): open the window, as
+            // before the lock existed, rather than not at all.
+            Err(std::fs::TryLockError::Error(e)) => {
+                tracing::warn!(error = %e, path = %path.display(), "cannot lock; a second launch at the same instant may open a second window");
+                return Ok(Launch::Open(file));
+            }
         }
         if !bus {
             return Err(HandoverError::NoBus);

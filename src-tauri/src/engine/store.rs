@@ -1705,7 +1705,11 @@ fn migration_turn(db: &Path) -> Result<std::fs::File> {
             );
             file.lock().map_err(lock_error)?;
         }
-        Err(std::fs::TryLockError::Error(e)) => return Err(lock_error(e)),
+        // A file system without locks (an NFS mount with `nolock`): migrate without a turn, as
+        // before the lock existed, rather than not at all.
+        Err(std::fs::TryLockError::Error(e)) => {
+            tracing::warn!(error = %e, path = %path.display(), "cannot lock; migrating without waiting for other processes");
+        }
     }
     Ok(file)
 }
