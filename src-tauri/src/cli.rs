@@ -355,6 +355,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot open the queue in {}", data_dir.display()))?,
     );
     let policy = cli.policy.apply(store.load_policy()?);
+    if let Err(e) = policy.check() {
+        use clap::CommandFactory as _;
+        Cli::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, e)
+            .exit();
+    }
     let now = SystemClock.now_ms();
     match command {
         Command::Add {

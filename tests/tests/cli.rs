@@ -355,6 +355,32 @@ fn bad_flags_are_explained() {
     let out = sb.run(&["jobs", "show", "42"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("no job 42"));
+    // Flags that are each well formed but together cannot work are refused before anything runs.
+    for (args, says) in [
+        (
+            &[
+                "--base-delay",
+                "10m",
+                "--max-delay",
+                "1s",
+                "run",
+                "--until-idle",
+            ][..],
+            "the delay cap (1s) is below the base delay (600s)",
+        ),
+        (
+            &["--timeout", "0s", "run", "--until-idle"][..],
+            "the timeout must be more than 0 s",
+        ),
+        (
+            &["--server-retries", "9", "run", "--until-idle"][..],
+            "server retries (9) cannot be more than the retries of the whole budget (5)",
+        ),
+    ] {
+        let out = sb.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
 }
 
 #[test]

@@ -243,7 +243,65 @@ impl Default for Policy {
 /// Retry-After values are clamped to this, so a bad header or a clock jump cannot park a job.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(6 * 3600);
 
+/// A policy that cannot work as meant.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum PolicyError {
+    #[error("the base delay must be more than 0 s: a retry would come at once, again and again")]
+    NoBaseDelay,
+    #[error(
+        "the delay cap ({cap:?}) is below the base delay ({base:?}); every retry would wait the \
+         cap, so give a cap of at least the base delay"
+    )]
+    CapBelowBase { base: Duration, cap: Duration },
+    #[error("the timeout must be more than 0 s: every request would time out")]
+    NoTimeout,
+    #[error("the largest body must be more than 0 bytes: every page would be too large")]
+    NoBody,
+    #[error(
+        "{which} retries ({n}) cannot be more than the retries of the whole budget ({max}); \
+         raise --max-retries too"
+    )]
+    BudgetAboveMax {
+        which: &'static str,
+        n: u32,
+        max: u32,
+    },
+}
+
 impl Policy {
+    /// Whether this policy can work as meant: the window's settings are checked against
+    /// narrower ranges of their own, and command-line flags only against this.
+    pub fn check(&self) -> Result<(), PolicyError> {
+        if self.base_delay.is_zero() {
+            return Err(PolicyError::NoBaseDelay);
+        }
+        if self.max_delay < self.base_delay {
+            return Err(PolicyError::CapBelowBase {
+                base: self.base_delay,
+                cap: self.max_delay,
+            });
+        }
+        if self.timeout.is_zero() {
+            return Err(PolicyError::NoTimeout);
+        }
+        if self.max_body == 0 {
+            return Err(PolicyError::NoBody);
+        }
+        for (which, n) in [
+            ("network", self.network_retries),
+            ("server", self.server_retries),
+        ] {
+            if let Some(n) = n.filter(|&n| n > self.max_retries) {
+                return Err(PolicyError::BudgetAboveMax {
+                    which,
+                    n,
+                    max: self.max_retries,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// `min(base · 2^(n−1), cap)` for retry number `n` (1-based), before jitter.
     pub fn raw_delay(&self, n: u32) -> Duration {
         let n = n.max(1);
@@ -792,5 +850,42 @@ mod tests {
         assert_eq!(human_duration(secs(300)), "5 min");
         assert_eq!(human_duration(secs(3600 * 24)), "24 h");
         assert_eq!(human_duration(Duration::from_millis(200)), "200 ms");
+    }
+
+    #[test]
+    fn a_policy_that_cannot_work_as_meant_is_refused() {
+        assert_eq!(Policy::default().check(), Ok(()));
+        let with = |f: fn(&mut Policy)| {
+            let mut p = Policy::default();
+            f(&mut p);
+            p.check()
+        };
+        assert_eq!(
+            with(|p| p.base_delay = Duration::ZERO),
+            Err(PolicyError::NoBaseDelay)
+        );
+        assert_eq!(
+            with(|p| p.base_delay = Duration::from_secs(600)),
+            Err(PolicyError::CapBelowBase {
+                base: Duration::from_secs(600),
+                cap: Duration::from_secs(300)
+            })
+        );
+        assert_eq!(
+            with(|p| p.timeout = Duration::ZERO),
+            Err(PolicyError::NoTimeout)
+        );
+        assert_eq!(with(|p| p.max_body = 0), Err(PolicyError::NoBody));
+        assert_eq!(
+            with(|p| p.server_retries = Some(9)),
+            Err(PolicyError::BudgetAboveMax {
+                which: "server",
+                n: 9,
+                max: 5
+            })
+        );
+        assert_eq!(with(|p| p.network_retries = Some(5)), Ok(()));
+        // Sub-second delays stay allowed: the tests and impatient users use them.
+        assert_eq!(with(|p| p.base_delay = Duration::from_millis(200)), Ok(()));
     }
 }
