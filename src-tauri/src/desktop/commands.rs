@@ -101,9 +101,10 @@ pub async fn add_urls(
     files: Option<Vec<DroppedFile>>,
     state: State<'_, DesktopState>,
 ) -> Result<AddSummary, String> {
-    let store = state.store.clone();
-    let worker = state.worker.clone();
-    off_main(move || add_found(text, &source, files, &store, &worker)).await
+    write_then_wake(&state, move |store, worker| {
+        add_found(text, &source, files, store, worker)
+    })
+    .await
 }
 
 fn add_found(
@@ -159,7 +160,6 @@ fn add_found(
             }
         }
     }
-    worker.wake();
     Ok(summary)
 }
 
@@ -284,18 +284,31 @@ fn summarize(results: Vec<ActionResult>, verb: &str) -> ActionSummary {
     summary
 }
 
+/// Run a write on the blocking pool over the worker's connection, then wake the worker: the
+/// write may have made jobs due.
+async fn write_then_wake<T: Send + 'static>(
+    state: &DesktopState,
+    write: impl FnOnce(&Store, &Worker) -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    let (store, worker) = (state.store.clone(), state.worker.clone());
+    off_main(move || {
+        let done = write(&store, &worker)?;
+        worker.wake();
+        Ok(done)
+    })
+    .await
+}
+
 /// Retry: dead, cancelled or done jobs start again with a fresh budget; pending jobs run now.
 #[tauri::command]
 pub async fn retry_jobs(
     ids: Vec<i64>,
     state: State<'_, DesktopState>,
 ) -> Result<ActionSummary, String> {
-    let (store, worker) = (state.store.clone(), state.worker.clone());
-    off_main(move || {
+    write_then_wake(&state, move |store, worker| {
         let results = store
             .retry(&ids, worker.policy().max_retries, SystemClock.now_ms())
             .map_err(store_error("Could not retry"))?;
-        worker.wake();
         Ok(summarize(results, "retried"))
     })
     .await
@@ -307,9 +320,8 @@ pub async fn retry_dead(
     host: Option<String>,
     state: State<'_, DesktopState>,
 ) -> Result<ActionSummary, String> {
-    let (store, worker) = (state.store.clone(), state.worker.clone());
     let host = host.filter(|h| !h.trim().is_empty());
-    off_main(move || {
+    write_then_wake(&state, move |store, worker| {
         let ids = store
             .retry_dead(
                 host.as_deref(),
@@ -317,7 +329,6 @@ pub async fn retry_dead(
                 SystemClock.now_ms(),
             )
             .map_err(store_error("Could not retry the dead jobs"))?;
-        worker.wake();
         Ok(ActionSummary {
             done: ids.len(),
             skipped: Vec::new(),
@@ -331,12 +342,10 @@ pub async fn cancel_jobs(
     ids: Vec<i64>,
     state: State<'_, DesktopState>,
 ) -> Result<ActionSummary, String> {
-    let (store, worker) = (state.store.clone(), state.worker.clone());
-    off_main(move || {
+    write_then_wake(&state, move |store, _| {
         let results = store
             .cancel(&ids, SystemClock.now_ms())
             .map_err(store_error("Could not cancel"))?;
-        worker.wake();
         Ok(summarize(results, "cancelled"))
     })
     .await
