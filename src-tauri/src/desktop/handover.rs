@@ -106,6 +106,7 @@ pub fn claim_window(data_dir: &Path, bus: bool) -> Result<Launch, HandoverError>
     };
     std::fs::create_dir_all(data_dir).map_err(lock_error)?;
     let file = crate::engine::open_lock_file(&path).map_err(lock_error)?;
+    let open_window = OpenWindow::over(data_dir);
     let deadline = std::time::Instant::now() + STARTING_PATIENCE;
     let mut waiting = false;
     let mut connection = None;
@@ -125,13 +126,9 @@ pub fn claim_window(data_dir: &Path, bus: bool) -> Result<Launch, HandoverError>
         }
         let connection = match &mut connection {
             Some(c) => c,
-            None => connection.insert(
-                zbus::blocking::connection::Builder::session()?
-                    .method_timeout(ANSWER_TIMEOUT)
-                    .build()?,
-            ),
+            None => connection.insert(super::session_bus(ANSWER_TIMEOUT)?),
         };
-        if hand_over_to_open_window(connection, data_dir)? {
+        if open_window.ask_to_show(connection)? {
             return Ok(Launch::HandedOver);
         }
         // The holder has not put its window on the bus yet.
@@ -148,38 +145,53 @@ pub fn claim_window(data_dir: &Path, bus: bool) -> Result<Launch, HandoverError>
     }
 }
 
-/// Asks the window already open over the library in `data_dir` to show itself. `Ok(true)`: it
-/// did, and this launch has nothing more to do. `Ok(false)`: no window is open over it.
+/// The window over a library as a second launch asks it to show itself: the plugin's name and
+/// object path for it (tauri-plugin-single-instance 2.x, linux.rs, without `semver`), and this
+/// launch's arguments and folder, which the plugin's callback receives.
 #[cfg(target_os = "linux")]
-fn hand_over_to_open_window(
-    bus: &zbus::blocking::Connection,
-    data_dir: &Path,
-) -> Result<bool, HandoverError> {
-    // The plugin's naming (tauri-plugin-single-instance 2.x, linux.rs, without `semver`).
-    let name = format!("{}.SingleInstance", dbus_id(data_dir));
-    let path = format!("/{}", name.replace('.', "/").replace('-', "_"));
-    let argv: Vec<String> = std::env::args().collect();
-    let cwd = std::env::current_dir()
-        .map(|d| d.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    match bus.call_method(
-        Some(name.as_str()),
-        path.as_str(),
-        Some("org.SingleInstance.DBus"),
-        "ExecuteCallback",
-        &(argv, cwd),
-    ) {
-        Ok(_) => Ok(true),
-        // Nobody owns the name, and no service file could start one.
-        Err(zbus::Error::MethodError(error, _, _))
-            if error.as_str() == "org.freedesktop.DBus.Error.ServiceUnknown" =>
-        {
-            Ok(false)
+struct OpenWindow {
+    name: String,
+    path: String,
+    launch: (Vec<String>, String),
+}
+
+#[cfg(target_os = "linux")]
+impl OpenWindow {
+    fn over(data_dir: &Path) -> Self {
+        let name = format!("{}.SingleInstance", dbus_id(data_dir));
+        let path = format!("/{}", name.replace('.', "/").replace('-', "_"));
+        let cwd = std::env::current_dir()
+            .map(|d| d.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Self {
+            name,
+            path,
+            launch: (std::env::args().collect(), cwd),
         }
-        Err(zbus::Error::InputOutput(io)) if io.kind() == std::io::ErrorKind::TimedOut => {
-            Err(HandoverError::NoAnswer)
+    }
+
+    /// Asks the window to show itself. `Ok(true)`: it did, and this launch has nothing more to
+    /// do. `Ok(false)`: no window is on the bus under that name.
+    fn ask_to_show(&self, bus: &zbus::blocking::Connection) -> Result<bool, HandoverError> {
+        match bus.call_method(
+            Some(self.name.as_str()),
+            self.path.as_str(),
+            Some("org.SingleInstance.DBus"),
+            "ExecuteCallback",
+            &self.launch,
+        ) {
+            Ok(_) => Ok(true),
+            // Nobody owns the name, and no service file could start one.
+            Err(zbus::Error::MethodError(error, _, _))
+                if error.as_str() == "org.freedesktop.DBus.Error.ServiceUnknown" =>
+            {
+                Ok(false)
+            }
+            Err(zbus::Error::InputOutput(io)) if io.kind() == std::io::ErrorKind::TimedOut => {
+                Err(HandoverError::NoAnswer)
+            }
+            Err(e) => Err(e.into()),
         }
-        Err(e) => Err(e.into()),
     }
 }
 
@@ -187,26 +199,24 @@ fn hand_over_to_open_window(
 /// from an app menu has no terminal, and would otherwise end with no word at all.
 #[cfg(target_os = "linux")]
 pub fn notify_failed_start(message: &str) {
-    let sent = zbus::blocking::connection::Builder::session()
-        .and_then(|b| b.method_timeout(ANSWER_TIMEOUT).build())
-        .and_then(|bus| {
-            bus.call_method(
-                Some("org.freedesktop.Notifications"),
-                "/org/freedesktop/Notifications",
-                Some("org.freedesktop.Notifications"),
-                "Notify",
-                &(
-                    "Gleaner",
-                    0u32,
-                    "",
-                    "Gleaner could not open its window",
-                    message,
-                    Vec::<&str>::new(),
-                    std::collections::HashMap::<&str, zbus::zvariant::Value<'_>>::new(),
-                    -1i32,
-                ),
-            )
-        });
+    let sent = super::session_bus(ANSWER_TIMEOUT).and_then(|bus| {
+        bus.call_method(
+            Some("org.freedesktop.Notifications"),
+            "/org/freedesktop/Notifications",
+            Some("org.freedesktop.Notifications"),
+            "Notify",
+            &(
+                "Gleaner",
+                0u32,
+                "",
+                "Gleaner could not open its window",
+                message,
+                Vec::<&str>::new(),
+                std::collections::HashMap::<&str, zbus::zvariant::Value<'_>>::new(),
+                -1i32,
+            ),
+        )
+    });
     if let Err(e) = sent {
         tracing::debug!(error = %e, "cannot notify the desktop that the window did not open");
     }

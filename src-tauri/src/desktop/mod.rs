@@ -255,6 +255,14 @@ fn emit_changed<R: Runtime>(app: &tauri::AppHandle<R>) {
 }
 
 /// Whether a D-Bus session bus can be reached (Linux); elsewhere there is nothing to check.
+/// A connection to the session bus whose method calls give up after `method_timeout`.
+#[cfg(target_os = "linux")]
+fn session_bus(method_timeout: Duration) -> zbus::Result<zbus::blocking::Connection> {
+    zbus::blocking::connection::Builder::session()?
+        .method_timeout(method_timeout)
+        .build()
+}
+
 fn session_bus_available() -> bool {
     if !cfg!(target_os = "linux") {
         return true;

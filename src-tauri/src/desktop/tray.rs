@@ -41,13 +41,11 @@ pub fn install<R: Runtime>(app: &tauri::AppHandle<R>) -> bool {
 /// Asked at each close, since a panel may start or stop while Gleaner runs.
 #[cfg(target_os = "linux")]
 pub fn shown() -> bool {
-    let answer = zbus::blocking::connection::Builder::session()
-        .and_then(|b| b.method_timeout(std::time::Duration::from_secs(1)).build())
-        .and_then(|bus| {
-            let dbus = zbus::blocking::fdo::DBusProxy::new(&bus)?;
-            let watcher = zbus::names::BusName::try_from("org.kde.StatusNotifierWatcher")?;
-            dbus.name_has_owner(watcher).map_err(zbus::Error::from)
-        });
+    let answer = super::session_bus(std::time::Duration::from_secs(1)).and_then(|bus| {
+        let dbus = zbus::blocking::fdo::DBusProxy::new(&bus)?;
+        let watcher = zbus::names::BusName::try_from("org.kde.StatusNotifierWatcher")?;
+        dbus.name_has_owner(watcher).map_err(zbus::Error::from)
+    });
     match answer {
         Ok(true) => true,
         Ok(false) => {

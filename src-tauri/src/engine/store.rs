@@ -1674,7 +1674,7 @@ fn migrate(conn: &mut Connection, db: Option<&Path>) -> Result<()> {
         let found: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         return Err(StoreError::NewerSchema {
             found,
-            known: (found - i64::from(-pending)) as usize,
+            known: (found + i64::from(pending)) as usize,
         });
     }
     if pending != 0 {
