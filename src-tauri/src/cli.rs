@@ -439,8 +439,7 @@ fn add(
     let mut results = Vec::new();
     if !jobs.is_empty() {
         let name = batch.unwrap_or_else(|| format!("{source} {}", rfc3339(now)));
-        let batch_id = store.create_batch(&name, source, now)?;
-        results = store.enqueue(Some(batch_id), &jobs, policy.max_retries, now)?;
+        (_, results) = store.enqueue_batch(&name, source, &jobs, policy.max_retries, now)?;
     }
     let mut results = results.into_iter();
     for f in &found {

@@ -164,6 +164,25 @@ fn pasted_text_queues_its_links_and_they_finish() {
         )
         .await;
         assert_eq!(server.hits("/page?title=One"), 2);
+        // A paste with nothing new makes no batch: the batch menu lists the first paste only,
+        // not an empty one beside it.
+        let batches = s
+            .js(
+                "return Array.from(document.querySelectorAll('#filter-batch option'), (o) => o.textContent);",
+                vec![],
+            )
+            .await;
+        let batches: Vec<&str> = batches
+            .as_array()
+            .expect("the batch menu's options")
+            .iter()
+            .filter_map(|o| o.as_str())
+            .collect();
+        assert_eq!(batches.len(), 2, "All and the first paste: {batches:?}");
+        assert!(
+            batches[1].starts_with("paste ") && batches[1].ends_with(" (3)"),
+            "{batches:?}"
+        );
         s.finish().await;
     });
 }

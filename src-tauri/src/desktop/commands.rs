@@ -145,14 +145,12 @@ fn add_found(
         return Ok(summary);
     }
     let fail = store_error("Could not add to the queue");
-    let batch = store
-        .create_batch(&format!("{source} {}", rfc3339(now)), source, now)
-        .map_err(&fail)?;
     let policy = worker.policy();
-    for r in store
-        .enqueue(Some(batch), &jobs, policy.max_retries, now)
-        .map_err(&fail)?
-    {
+    let name = format!("{source} {}", rfc3339(now));
+    let (_, results) = store
+        .enqueue_batch(&name, source, &jobs, policy.max_retries, now)
+        .map_err(&fail)?;
+    for r in results {
         match r {
             Enqueued::Queued { url, .. } => summary.queued.push(url),
             Enqueued::Duplicate { id, url, status } => {
