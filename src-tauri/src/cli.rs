@@ -11,7 +11,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 
 use crate::engine::clock::{Clock, SystemClock};
-use crate::engine::intake::{self, Found};
+use crate::engine::intake::{self, Found, printable};
 use crate::engine::library::Library;
 use crate::engine::policy::{self, Policy};
 use crate::engine::store::{
@@ -492,7 +492,8 @@ fn run_worker(
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(async move {
+    let queue = store.clone();
+    let code = runtime.block_on(async move {
         let library = Library::new(data_dir.join("library"));
         let worker = Worker::new(store.clone(), Arc::new(SystemClock), library, policy)?;
         // Settings saved in the window apply to this running worker too; flags still win.
@@ -534,15 +535,27 @@ fn run_worker(
         let summary = worker.run(mode, stop_rx).await;
         follower.abort();
         let summary = summary?;
+        // What this run did; what still waits is read from the queue below, since a job
+        // retried three times counted three retries here.
         tracing::info!(
-            "run finished: {} done, {} dead, {} waiting to retry, {} interrupted attempts recovered",
+            "run finished: {} done, {} dead, {} retries scheduled, {} interrupted attempts recovered",
             summary.done,
             summary.dead,
             summary.retried,
             summary.recovered
         );
         Ok::<_, anyhow::Error>(ExitCode::SUCCESS)
-    })
+    })?;
+    let left = queue.stats(SystemClock.now_ms())?;
+    if left.pending > 0 {
+        tracing::info!(
+            "still pending: {} job{}, {} of them waiting to retry; the next `gleaner run` goes on with them",
+            left.pending,
+            if left.pending == 1 { "" } else { "s" },
+            left.waiting
+        );
+    }
+    Ok(code)
 }
 
 async fn shutdown_signal() {
@@ -720,7 +733,7 @@ fn jobs(
                         j.attempts,
                         format!("{}/{}", j.retries_used, j.max_retries),
                         next_column(j, now),
-                        j.url,
+                        printable(&j.url),
                         error_suffix(j)
                     );
                 }
@@ -738,7 +751,7 @@ fn jobs(
                 println!("{}", serde_json::to_string_pretty(&v)?);
                 return Ok(ExitCode::SUCCESS);
             }
-            println!("job {}  {}", job.id, job.url);
+            println!("job {}  {}", job.id, printable(&job.url));
             println!("status     {}", job.status.as_str());
             println!("attempts   {}", job.attempts);
             println!(
@@ -751,15 +764,15 @@ fn jobs(
             if let Some(e) = &job.error {
                 println!(
                     "error      {} ({})",
-                    e,
+                    printable(e),
                     job.error_class.map(|c| c.as_str()).unwrap_or("-")
                 );
             }
             if let Some(u) = &job.final_url {
-                println!("final url  {u}");
+                println!("final url  {}", printable(u));
             }
             if let Some(t) = &job.title {
-                println!("title      {t}");
+                println!("title      {}", printable(t));
             }
             if let Some(d) = &job.document {
                 println!("document   {d}");
@@ -784,7 +797,9 @@ fn jobs(
                     a.http_status
                         .map(|s| format!(" HTTP {s}"))
                         .unwrap_or_default(),
-                    a.error.map(|e| format!(": {e}")).unwrap_or_default(),
+                    a.error
+                        .map(|e| format!(": {}", printable(&e)))
+                        .unwrap_or_default(),
                     delay
                 );
             }
@@ -849,7 +864,7 @@ fn wait_until(t: i64, now: i64) -> String {
 
 fn error_suffix(j: &Job) -> String {
     match (&j.error, j.status) {
-        (Some(e), Status::Dead | Status::Pending) => format!("  ({e})"),
+        (Some(e), Status::Dead | Status::Pending) => format!("  ({})", printable(e)),
         _ => String::new(),
     }
 }

@@ -237,6 +237,12 @@ fn run_logs_each_attempt_from_the_committed_state() {
         );
     }
     assert!(log.contains(&format!("GET {fine} done: 200 OK")), "{log}");
+    // The summary counts what the run did; nothing is left waiting after --until-idle.
+    assert!(
+        log.contains("run finished: 1 done, 2 dead, 2 retries scheduled, 0 interrupted"),
+        "{log}"
+    );
+    assert!(!log.contains("still pending"), "{log}");
     assert_eq!(server.hits("/status/503"), 3);
     assert_eq!(server.hits("/status/404"), 1);
 
@@ -303,6 +309,32 @@ fn run_logs_each_attempt_from_the_committed_state() {
             .len(),
         5
     );
+}
+
+#[test]
+fn a_page_title_cannot_drive_the_terminal() {
+    // The page's <title> holds escape sequences that clear the screen and retitle the
+    // terminal window, and a bell.
+    let server = FaultServer::start();
+    let sb = Sandbox::new();
+    let url = server.url("/page?title=Evil%1B%5B2J%1B%5D0%3Bpwned%07+title");
+    assert!(sb.run(&["add", &url]).status.success());
+    let out = sb.run(&["run", "--until-idle"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let show = sb.run(&["jobs", "show", "1"]);
+    let shown = stdout(&show);
+    assert!(
+        !shown.contains(['\u{1b}', '\u{7}']),
+        "control characters reached the terminal: {shown:?}"
+    );
+    assert!(
+        shown.contains("title      Evil [2J ]0;pwned title"),
+        "{shown}"
+    );
+    let doc = sb.json(&["jobs", "show", "1", "--json"]);
+    let path = doc["document"].as_str().expect("a saved document");
+    let saved = std::fs::read_to_string(path).expect("the document");
+    assert!(!saved.contains('\u{1b}'), "{saved:?}");
 }
 
 #[test]

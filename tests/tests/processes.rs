@@ -207,3 +207,48 @@ fn a_running_worker_applies_settings_saved_by_another_process() {
     child.kill().expect("kill");
     child.wait().expect("reap");
 }
+
+#[test]
+fn a_stopped_run_says_what_is_still_waiting_from_the_queue() {
+    let server = FaultServer::start();
+    let sb = Sandbox::new();
+    let url = server.url("/status/503");
+    assert!(sb.run(&["add", &url]).status.success());
+    let child = sb
+        .cmd()
+        .args(["--base-delay", "1h", "--max-delay", "1h", "run"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn run");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while sb
+        .sql()
+        .query_row(
+            "SELECT count(*) FROM jobs WHERE status = 'pending' AND attempts = 1",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .expect("count")
+        == 0
+    {
+        assert!(Instant::now() < deadline, "the first attempt never ended");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // What a service manager or Ctrl+C sends.
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill -TERM");
+    assert!(term.success());
+    let out = child.wait_with_output().expect("the run ends");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(
+        log.contains("run finished: 0 done, 0 dead, 1 retries scheduled"),
+        "{log}"
+    );
+    assert!(
+        log.contains("still pending: 1 job, 1 of them waiting to retry"),
+        "{log}"
+    );
+}

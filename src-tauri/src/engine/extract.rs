@@ -447,9 +447,14 @@ fn resolve(base: &str, href: &str) -> String {
 }
 
 /// Collapses whitespace; `None` for blank strings so empty tags don't shadow
-/// lower-priority sources.
+/// lower-priority sources. Control characters count as space: a page's `<title>` may hold
+/// `&#27;[2J`, and a title printed by `gleaner jobs show` must not drive the terminal.
 fn clean(s: &str) -> Option<String> {
-    let joined = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let joined = s
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
     (!joined.is_empty()).then_some(joined)
 }
 
@@ -464,12 +469,23 @@ fn looks_iso8601(s: &str) -> bool {
 }
 
 /// Trims trailing spaces and squeezes runs of blank lines, which both the
-/// Markdown serializer and PDF text output produce in abundance.
+/// Markdown serializer and PDF text output produce in abundance. Control characters other
+/// than tab are dropped: they have no place in a text file, and an escape sequence in one
+/// would act on the terminal of whoever prints it with `cat`.
 fn tidy_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut blank_run = 0;
     for line in s.lines() {
-        let line = line.trim_end();
+        let kept: String;
+        let line = if line.contains(|c: char| c.is_control() && c != '\t') {
+            kept = line
+                .chars()
+                .filter(|&c| !c.is_control() || c == '\t')
+                .collect();
+            kept.trim_end()
+        } else {
+            line.trim_end()
+        };
         if line.trim().is_empty() {
             blank_run += 1;
             continue;
@@ -866,6 +882,30 @@ mod tests {
             NO_READABLE_TEXT
         );
         assert_eq!(unparsable(b"   \n ", HTML), NO_READABLE_TEXT);
+    }
+
+    #[test]
+    fn control_characters_in_a_page_reach_neither_its_title_nor_its_text() {
+        let page = format!(
+            "<html><head><title>Evil &#27;[2J&#27;]0;pwned&#7; title\u{9b}31m</title>\
+             <meta name=\"description\" content=\"a&#27;[31mb\"></head><body><article><p>{}</p>\
+             <p>Tab\there, escape &#27;[2J gone, bell&#7; gone.</p></article></body></html>",
+            "A paragraph of ordinary prose that is long enough to be read as content. ".repeat(8)
+        );
+        let doc = ok(page.as_bytes(), HTML);
+        assert_eq!(doc.title.as_deref(), Some("Evil [2J ]0;pwned title 31m"));
+        assert_eq!(doc.description.as_deref(), Some("a [31mb"));
+        assert!(
+            !doc.text
+                .contains(|c: char| c.is_control() && c != '\n' && c != '\t'),
+            "{:?}",
+            doc.text
+        );
+        assert!(
+            doc.text.contains("escape \\[2J gone, bell gone."),
+            "{}",
+            doc.text
+        );
     }
 
     #[test]

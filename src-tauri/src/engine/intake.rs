@@ -109,22 +109,33 @@ pub fn host_name(input: &str) -> Result<String, String> {
 const SHOWN_CHARS: usize = 200;
 
 /// A rejected input as it is echoed to the terminal or the window: control characters escaped
-/// (`\u{1b}`), so a line of the input cannot drive the terminal that prints it, and a long one
-/// cut, saying how long it was.
+/// (see [`printable`]), and a long one cut, saying how long it was.
 fn shown(input: &str) -> String {
-    let escape = |c: char| -> String {
-        if c.is_control() {
-            c.escape_default().collect()
-        } else {
-            c.to_string()
-        }
-    };
     let total = input.chars().count();
-    let mut out: String = input.chars().take(SHOWN_CHARS).map(escape).collect();
-    if total > SHOWN_CHARS {
-        out.push_str(&format!("… ({total} characters)"));
+    if total <= SHOWN_CHARS {
+        return printable(input).into_owned();
     }
-    out
+    let cut: String = input.chars().take(SHOWN_CHARS).collect();
+    format!("{}… ({total} characters)", printable(&cut))
+}
+
+/// Text from outside (a line of input, a page's title, an error quoting a server) with its
+/// control characters escaped (`\u{1b}`): an escape sequence printed raw would act on the
+/// terminal that prints it (clear it, retitle it, or on some terminals write the clipboard).
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(char::is_control) {
+        return text.into();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
 }
 
 /// Whether text decoded from a file or standard input is binary data rather than text: it
@@ -356,6 +367,15 @@ mod tests {
                 Found::Url { .. } => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn text_from_the_web_is_printed_without_its_control_characters() {
+        assert_eq!(printable("Plain title"), "Plain title");
+        assert_eq!(
+            printable("Evil \u{1b}]0;pwned\u{7} \u{9b}31m\nline"),
+            "Evil \\u{1b}]0;pwned\\u{7} \\u{9b}31m\\nline"
+        );
     }
 
     #[test]
