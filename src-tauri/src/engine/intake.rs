@@ -198,9 +198,43 @@ const REFUSED_SCHEMES: &[&str] = &[
     "chrome:",
 ];
 
+/// The line cut at delimiters, except the brackets of an IPv6 address right after `://`
+/// (`http://[::1]:8080/`), which belong to the URL.
+fn tokens(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = None;
+    let mut rest = line.char_indices();
+    while let Some((i, c)) = rest.next() {
+        if c == '['
+            && line[..i].ends_with("://")
+            && let Some(len) = line[i + 1..].find(']').filter(|&len| {
+                len > 0
+                    && line[i + 1..i + 1 + len]
+                        .chars()
+                        .all(|c| c.is_ascii_hexdigit() || matches!(c, ':' | '.' | '%'))
+            })
+        {
+            // Past the closing bracket; the token goes on.
+            rest.nth(len);
+            continue;
+        }
+        if is_delimiter(c) {
+            if let Some(s) = start.take() {
+                out.push(&line[s..i]);
+            }
+        } else if start.is_none() {
+            start = Some(i);
+        }
+    }
+    if let Some(s) = start {
+        out.push(&line[s..]);
+    }
+    out
+}
+
 fn candidates(line: &str) -> Vec<&str> {
     let mut out = Vec::new();
-    for token in line.split(is_delimiter).filter(|t| !t.is_empty()) {
+    for token in tokens(line) {
         let lower = token.to_ascii_lowercase();
         let start = lower
             .find("://")
@@ -327,6 +361,9 @@ pub fn unfetchable_host(url: &Url) -> Option<String> {
 pub fn normalize(url: &Url) -> String {
     let mut u = url.clone();
     u.set_fragment(None);
+    if let Some(path) = decode_unreserved(u.path()) {
+        u.set_path(&path);
+    }
     if u.query().is_some() {
         let kept: Vec<(String, String)> = u
             .query_pairs()
@@ -343,6 +380,36 @@ pub fn normalize(url: &Url) -> String {
         }
     }
     u.to_string()
+}
+
+/// The path with percent-encoded unreserved characters decoded (`%7Euser` is `~user`, RFC
+/// 3986 §6.2.2.2), or `None` if it has none. Other escapes stay: `%2F` is not a `/`.
+fn decode_unreserved(path: &str) -> Option<String> {
+    let bytes = path.as_bytes();
+    let hex = |b: u8| (b as char).to_digit(16);
+    let mut out = String::with_capacity(path.len());
+    let (mut i, mut changed) = (0, false);
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let (Some(hi), Some(lo)) = (
+                bytes.get(i + 1).copied().and_then(hex),
+                bytes.get(i + 2).copied().and_then(hex),
+            )
+        {
+            let c = char::from((hi * 16 + lo) as u8);
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~') {
+                out.push(c);
+                changed = true;
+                i += 3;
+                continue;
+            }
+        }
+        // Copy up to the next '%' whole, so characters beyond ASCII stay intact.
+        let next = path[i + 1..].find('%').map_or(bytes.len(), |n| i + 1 + n);
+        out.push_str(&path[i..next]);
+        i = next;
+    }
+    changed.then_some(out)
 }
 
 #[cfg(test)]
@@ -386,6 +453,7 @@ mod tests {
                     <DT><A HREF=\"https://news.example/story?id=1\" ADD_DATE=\"1\">Story</A>\n\
                     wiki https://en.wikipedia.org/wiki/Rust_(programming_language).\n\
                     www.example.net/page\n\
+                    local http://[::1]:8080/v6 and [v6](http://[2001:db8::1]/x).\n\
                     <DL><p>\n\
                     </DL>\n\
                     Just some words here.";
@@ -400,6 +468,8 @@ mod tests {
                 "https://news.example/story?id=1",
                 "https://en.wikipedia.org/wiki/Rust_(programming_language)",
                 "https://www.example.net/page",
+                "http://[::1]:8080/v6",
+                "http://[2001:db8::1]/x",
             ]
         );
         assert!(rejected(&found).is_empty(), "{found:?}");
@@ -454,6 +524,24 @@ mod tests {
         assert_eq!(normalize(&u), "http://example.com/a?id=3");
         let u = Url::parse("https://example.com:443/?gclid=1").expect("url");
         assert_eq!(normalize(&u), "https://example.com/");
+        // Escaped unreserved characters are the characters themselves; other escapes stay.
+        let key = |s: &str| normalize(&Url::parse(s).expect("url"));
+        assert_eq!(
+            key("https://example.com/%7Euser/%41b"),
+            "https://example.com/~user/Ab"
+        );
+        assert_eq!(
+            key("https://example.com/%7euser"),
+            key("https://example.com/~user")
+        );
+        assert_eq!(
+            key("https://example.com/a%2Fb%20c%"),
+            "https://example.com/a%2Fb%20c%"
+        );
+        assert_eq!(
+            key("https://example.com/caf%C3%A9/%7E"),
+            "https://example.com/caf%C3%A9/~"
+        );
     }
 
     #[test]
