@@ -25,6 +25,7 @@
 //! | `/redirect-loop`, `/redirect-chain/<n>`, `/redirect-file` | 302s |
 //! | `/gzip-bomb?mb=N`, `/gzip-ok` | gzip-encoded bodies |
 //! | `/big?mb=N` | N MiB of `a` |
+//! | `/article?kb=N` | 200 HTML article of about N KiB |
 //! | `/hold/<ms>/<any>` | waits, then like `/ok/<any>` |
 //! | `/flaky/<n>/<any>` | 503 for the first n requests to that exact target, then 200 |
 //! | anything else | 404 |
@@ -641,6 +642,26 @@ fn html(status: u16, body: Vec<u8>) -> Plan {
     }
 }
 
+/// An HTML article of about `kb` KiB: sections of prose with inline markup, so extraction
+/// has real work to do (and memory to hold) in proportion to the size.
+fn article(kb: u64) -> Vec<u8> {
+    let mut page = String::from(
+        "<!doctype html><html><head><title>A long report</title></head><body>\
+         <nav><a href=\"/\">Home</a></nav><article><h1>A long report</h1>",
+    );
+    let mut n = 0;
+    while (page.len() as u64) < kb * 1024 {
+        n += 1;
+        page.push_str(&format!(
+            "<h2>Section {n}</h2><p>Paragraph {n} discusses measured results in some detail, \
+             with <a href=\"/ref/{n}\">a reference</a>, <em>emphasis</em> and <strong>strong \
+             words</strong>.</p><ul><li>first point {n}</li><li>second point {n}</li></ul>"
+        ));
+    }
+    page.push_str("</article><footer>Footer</footer></body></html>");
+    page.into_bytes()
+}
+
 fn ok_page(name: &str) -> Plan {
     html(
         200,
@@ -802,6 +823,7 @@ async fn plan_for_target(state: &Arc<State>, target: &str) -> Plan {
         "/gzip-ok" => gzip_plan(Arc::new(gzip(
             b"<html><head><title>Gzip OK</title></head><body><p>Hello, compressed.</p></body></html>",
         ))),
+        "/article" => html(200, article(query_number(query, "kb").unwrap_or(1))),
         "/big" => Plan::Respond {
             status: 200,
             headers: vec![header("Content-Type", "text/plain; charset=utf-8")],

@@ -70,7 +70,15 @@ pub struct Worker {
     owner: String,
     events: broadcast::Sender<JobEvent>,
     network: Mutex<Network>,
+    /// One permit: big bodies are extracted one at a time.
+    big_saves: Arc<tokio::sync::Semaphore>,
 }
+
+/// A body above this is extracted only while no other such body is. Extraction holds about
+/// 14 times the body at its peak (BENCHMARKS.md §2), so four 50 MB pages at once, the
+/// default body cap and fetches in flight, would take about 2.7 GB of a laptop's memory; one
+/// at a time, plus the small ones beside it, stays under 1 GB.
+const BIG_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// What the worker has seen of this machine's network. Offline is this process's finding
 /// (written to the database so `stats` and the window show it): after [`OFFLINE_AFTER`]
@@ -121,6 +129,7 @@ impl Worker {
             owner,
             events,
             network: Mutex::new(Network::default()),
+            big_saves: Arc::new(tokio::sync::Semaphore::new(1)),
         }))
     }
 
@@ -539,9 +548,16 @@ impl Worker {
                     keep_raw: policy.keep_raw,
                     keep_binary: policy.keep_binary,
                 };
+                // The permit is only ever refused if the semaphore is closed, which it never is.
+                let permit = if fetched.body.len() > BIG_BODY_BYTES {
+                    self.big_saves.clone().acquire_owned().await.ok()
+                } else {
+                    None
+                };
                 // Extraction, hashing and writing can take a while for big bodies: keep them
                 // off the async runtime so other fetches keep flowing.
                 let saved = tokio::task::spawn_blocking(move || {
+                    let _one_big_body_at_a_time = permit;
                     let from = Provenance {
                         job_id: id,
                         url: &url,
