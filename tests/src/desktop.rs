@@ -54,8 +54,9 @@ impl NotificationServer {
         self.next_id
     }
 
+    /// As GNOME Shell, KDE Plasma, dunst and mako do: the body is read as markup.
     fn get_capabilities(&self) -> Vec<String> {
-        vec!["body".into()]
+        vec!["body".into(), "body-markup".into()]
     }
 
     fn get_server_information(&self) -> (String, String, String, String) {

@@ -199,6 +199,7 @@ impl OpenWindow {
 /// from an app menu has no terminal, and would otherwise end with no word at all.
 #[cfg(target_os = "linux")]
 pub fn notify_failed_start(message: &str) {
+    let message = super::notification_body(message);
     let sent = super::session_bus(ANSWER_TIMEOUT).and_then(|bus| {
         bus.call_method(
             Some("org.freedesktop.Notifications"),
@@ -210,7 +211,7 @@ pub fn notify_failed_start(message: &str) {
                 0u32,
                 "",
                 "Gleaner could not open its window",
-                message,
+                message.as_str(),
                 Vec::<&str>::new(),
                 std::collections::HashMap::<&str, zbus::zvariant::Value<'_>>::new(),
                 -1i32,

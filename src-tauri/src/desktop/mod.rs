@@ -254,7 +254,6 @@ fn emit_changed<R: Runtime>(app: &tauri::AppHandle<R>) {
     }
 }
 
-/// Whether a D-Bus session bus can be reached (Linux); elsewhere there is nothing to check.
 /// A connection to the session bus whose method calls give up after `method_timeout`.
 #[cfg(target_os = "linux")]
 fn session_bus(method_timeout: Duration) -> zbus::Result<zbus::blocking::Connection> {
@@ -263,6 +262,49 @@ fn session_bus(method_timeout: Duration) -> zbus::Result<zbus::blocking::Connect
         .build()
 }
 
+/// The body of an OS notification as its server will read it. A server that advertises
+/// `body-markup` (GNOME Shell, KDE Plasma, dunst and mako do) parses the body as markup, where
+/// the `&` of a URL's query is an error and a `<` starts a tag; to the others the body is
+/// plain text. Asked at each notification: a desktop's notification server can be replaced
+/// while Gleaner runs, and deaths are announced at most a few times a second.
+fn notification_body(text: &str) -> String {
+    if server_reads_markup() {
+        text.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    } else {
+        text.to_string()
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn server_reads_markup() -> bool {
+    let capabilities = session_bus(Duration::from_secs(1)).and_then(|bus| {
+        bus.call_method(
+            Some("org.freedesktop.Notifications"),
+            "/org/freedesktop/Notifications",
+            Some("org.freedesktop.Notifications"),
+            "GetCapabilities",
+            &(),
+        )?
+        .body()
+        .deserialize::<Vec<String>>()
+    });
+    match capabilities {
+        Ok(caps) => caps.iter().any(|c| c == "body-markup"),
+        Err(e) => {
+            tracing::debug!(error = %e, "cannot ask the notification server what it reads");
+            false
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn server_reads_markup() -> bool {
+    false
+}
+
+/// Whether a D-Bus session bus can be reached (Linux); elsewhere there is nothing to check.
 fn session_bus_available() -> bool {
     if !cfg!(target_os = "linux") {
         return true;
@@ -311,6 +353,7 @@ fn announce_deaths<R: Runtime>(app: &tauri::AppHandle<R>) {
         let parts: Vec<String> = counts.iter().map(|(r, n)| format!("{n}× {r}")).collect();
         (format!("{} jobs died", dead.len()), parts.join(", "))
     };
+    let body = notification_body(&body);
     if let Err(e) = app.notification().builder().title(title).body(body).show() {
         tracing::warn!(error = %e, "cannot show a notification");
     }
