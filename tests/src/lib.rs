@@ -118,15 +118,21 @@ pub fn thread_cpu_and_wait_ns() -> Option<(u64, u64)> {
 
 /// This process's peak resident memory so far (VmHWM), in KiB; 0 where /proc cannot tell.
 pub fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
+    vm_hwm_kib("self").unwrap_or(0)
+}
+
+/// Another process's peak resident memory so far (VmHWM), in KiB, while it runs.
+pub fn peak_rss_kib_of(pid: u32) -> Option<u64> {
+    vm_hwm_kib(&pid.to_string())
+}
+
+fn vm_hwm_kib(proc_entry: &str) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{proc_entry}/status"))
+        .ok()?
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
 }
 
 pub fn stdout(o: &Output) -> String {

@@ -253,16 +253,6 @@ fn a_stopped_run_says_what_is_still_waiting_from_the_queue() {
     );
 }
 
-/// The process's peak resident memory so far, in KiB.
-fn peak_rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .expect("the process's status")
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM")
-}
-
 #[test]
 fn big_pages_fetched_together_are_extracted_one_at_a_time() {
     // Extraction holds about 14 times a body at its peak. Four 6 MB pages fetched together and
@@ -307,7 +297,7 @@ fn big_pages_fetched_together_are_extracted_one_at_a_time() {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert_eq!(server.hits_prefix("/article"), 4, "each page fetched once");
-    let peak_mib = peak_rss_kib(child.id()) / 1024;
+    let peak_mib = gleaner_tests::peak_rss_kib_of(child.id()).expect("VmHWM of the run") / 1024;
     child.kill().expect("kill");
     child.wait().expect("reap");
     eprintln!("peak RSS {peak_mib} MiB");

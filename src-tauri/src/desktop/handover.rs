@@ -199,8 +199,8 @@ impl OpenWindow {
 /// from an app menu has no terminal, and would otherwise end with no word at all.
 #[cfg(target_os = "linux")]
 pub fn notify_failed_start(message: &str) {
-    let message = super::notification_body(message);
     let sent = super::session_bus(ANSWER_TIMEOUT).and_then(|bus| {
+        let body = super::body_for(message, super::server_reads_markup(&bus));
         bus.call_method(
             Some("org.freedesktop.Notifications"),
             "/org/freedesktop/Notifications",
@@ -211,7 +211,7 @@ pub fn notify_failed_start(message: &str) {
                 0u32,
                 "",
                 "Gleaner could not open its window",
-                message.as_str(),
+                body.as_str(),
                 Vec::<&str>::new(),
                 std::collections::HashMap::<&str, zbus::zvariant::Value<'_>>::new(),
                 -1i32,

@@ -268,7 +268,21 @@ fn session_bus(method_timeout: Duration) -> zbus::Result<zbus::blocking::Connect
 /// plain text. Asked at each notification: a desktop's notification server can be replaced
 /// while Gleaner runs, and deaths are announced at most a few times a second.
 fn notification_body(text: &str) -> String {
-    if server_reads_markup() {
+    #[cfg(target_os = "linux")]
+    let markup = session_bus(Duration::from_secs(1))
+        .map(|bus| server_reads_markup(&bus))
+        .unwrap_or_else(|e| {
+            tracing::debug!(error = %e, "cannot ask the notification server what it reads");
+            false
+        });
+    #[cfg(not(target_os = "linux"))]
+    let markup = false;
+    body_for(text, markup)
+}
+
+/// `text` as a notification body for a server that reads markup, or not.
+fn body_for(text: &str, markup: bool) -> String {
+    if markup {
         text.replace('&', "&amp;")
             .replace('<', "&lt;")
             .replace('>', "&gt;")
@@ -277,19 +291,18 @@ fn notification_body(text: &str) -> String {
     }
 }
 
+/// Whether the notification server on `bus` advertises `body-markup`.
 #[cfg(target_os = "linux")]
-fn server_reads_markup() -> bool {
-    let capabilities = session_bus(Duration::from_secs(1)).and_then(|bus| {
-        bus.call_method(
+fn server_reads_markup(bus: &zbus::blocking::Connection) -> bool {
+    let capabilities = bus
+        .call_method(
             Some("org.freedesktop.Notifications"),
             "/org/freedesktop/Notifications",
             Some("org.freedesktop.Notifications"),
             "GetCapabilities",
             &(),
-        )?
-        .body()
-        .deserialize::<Vec<String>>()
-    });
+        )
+        .and_then(|reply| reply.body().deserialize::<Vec<String>>());
     match capabilities {
         Ok(caps) => caps.iter().any(|c| c == "body-markup"),
         Err(e) => {
@@ -297,11 +310,6 @@ fn server_reads_markup() -> bool {
             false
         }
     }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn server_reads_markup() -> bool {
-    false
 }
 
 /// Whether a D-Bus session bus can be reached (Linux); elsewhere there is nothing to check.
