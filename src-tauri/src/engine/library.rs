@@ -156,6 +156,22 @@ pub fn read_document(text: &str) -> Option<(serde_json::Map<String, serde_json::
     Some((meta, rest[end + "\n---\n".len()..].trim_start_matches('\n')))
 }
 
+/// A URL without its user name and password. A library is a thing people share and sync, and
+/// what sits before the `@` is often a secret: a password, or an access token given as the
+/// user name (`https://TOKEN@git.example/`). The queue keeps the whole URL, which it needs to
+/// fetch again.
+fn without_credentials(url: &str) -> std::borrow::Cow<'_, str> {
+    match url::Url::parse(url) {
+        Ok(mut u) if !u.username().is_empty() || u.password().is_some() => {
+            // Both only fail for URLs that cannot have credentials, which these have.
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.to_string().into()
+        }
+        _ => url.into(),
+    }
+}
+
 /// YAML front matter. Values are written as JSON strings, which are valid YAML double-quoted
 /// scalars, so no title or URL can break out of its field.
 fn front_matter(
@@ -175,8 +191,8 @@ fn front_matter(
     };
     let mut out = String::from("---\n");
     for (key, value) in [
-        ("url", q(from.url)),
-        ("final_url", q(&fetched.final_url)),
+        ("url", q(&without_credentials(from.url))),
+        ("final_url", q(&without_credentials(&fetched.final_url))),
         ("title", opt(&doc.title)),
         ("byline", opt(&doc.byline)),
         ("published", opt(&doc.published)),
@@ -303,6 +319,38 @@ mod tests {
             host: "news.example",
             fetched_at: 1_700_000_000_000,
         }
+    }
+
+    #[test]
+    fn a_document_does_not_carry_the_credentials_of_its_url() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let lib = Library::new(dir.path().join("library"));
+        let f = Fetched {
+            status: 200,
+            final_url: "https://ghp_token123@git.example/notes?x=1".into(),
+            content_type: Some("text/plain".into()),
+            body: b"Field notes from the archive.".to_vec(),
+        };
+        let saved = lib
+            .save(
+                &from("https://reader:s3cret@news.example/private/a"),
+                &f,
+                SaveOptions::default(),
+            )
+            .expect("save");
+        let text = std::fs::read_to_string(&saved.path).expect("read");
+        let (meta, _) = read_document(&text).expect("front matter");
+        assert_eq!(meta["url"], "https://news.example/private/a");
+        assert_eq!(meta["final_url"], "https://git.example/notes?x=1");
+        assert!(
+            !text.contains("s3cret") && !text.contains("ghp_token123"),
+            "{text}"
+        );
+        assert_eq!(
+            without_credentials("http://127.0.0.1:8080/a?b=c#d"),
+            "http://127.0.0.1:8080/a?b=c#d",
+            "a URL without credentials is written as it was"
+        );
     }
 
     #[test]
