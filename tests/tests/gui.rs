@@ -192,10 +192,12 @@ fn a_404_dies_and_raises_exactly_one_notification_naming_the_url() {
     gui(async {
         let server = FaultServer::start();
         let s = DesktopSession::launch().await;
-        // A query with `&`, as research links often have.
+        // A query with `&`, as research links often have, and a password, which must not show
+        // on a locked screen or stay in the notification history.
         let url = server.url("/status/404?list=reading&page=2");
+        let with_password = url.replacen("http://", "http://reader:s3cret@", 1);
         // Ctrl+Enter adds, as the hint says.
-        s.type_into("urls", &url).await;
+        s.type_into("urls", &with_password).await;
         s.type_into("urls", "\u{E009}\u{E007}\u{E000}").await;
         let rows = s
             .wait_rows(|r| all_status(r, 1, "dead"), "the job to die")
@@ -223,6 +225,7 @@ fn a_404_dies_and_raises_exactly_one_notification_naming_the_url() {
             "names the URL, escaped for markup: {seen:?}"
         );
         assert!(seen[0].body.contains("404 Not Found"), "says why: {seen:?}");
+        assert!(!seen[0].body.contains("s3cret"), "no password: {seen:?}");
         s.screenshot("dead-job").await;
         s.finish().await;
     });

@@ -346,7 +346,11 @@ fn announce_deaths<R: Runtime>(app: &tauri::AppHandle<R>) {
     let (title, body) = if let [job] = dead.as_slice() {
         (
             "A page could not be fetched".to_string(),
-            format!("{}\n{}", job.url, reason(job)),
+            format!(
+                "{}\n{}",
+                crate::engine::intake::without_credentials(&job.url),
+                reason(job)
+            ),
         )
     } else {
         let mut counts: Vec<(String, usize)> = Vec::new();

@@ -356,6 +356,23 @@ pub fn unfetchable_host(url: &Url) -> Option<String> {
     None
 }
 
+/// A URL without its user name and password, for what leaves the queue: a library document (a
+/// library gets shared and synced) or an OS notification (shown on a locked screen and kept in
+/// the notification history). What sits before the `@` is often a secret: a password, or an
+/// access token given as the user name (`https://TOKEN@git.example/`). The queue keeps the
+/// whole URL, which it needs to fetch.
+pub fn without_credentials(url: &str) -> std::borrow::Cow<'_, str> {
+    match Url::parse(url) {
+        Ok(mut u) if !u.username().is_empty() || u.password().is_some() => {
+            // Both only fail for URLs that cannot have credentials, which these have.
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.to_string().into()
+        }
+        _ => url.into(),
+    }
+}
+
 /// The duplicate key: scheme and host lower-cased and default port dropped (the URL parser
 /// does both), fragment removed, click-tracking parameters removed.
 pub fn normalize(url: &Url) -> String {
@@ -434,6 +451,31 @@ mod tests {
                 Found::Url { .. } => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn credentials_are_taken_out_of_a_url_and_nothing_else_changes() {
+        assert_eq!(
+            without_credentials("https://reader:s3cret@news.example/a?b=c&d=e#f"),
+            "https://news.example/a?b=c&d=e#f"
+        );
+        assert_eq!(
+            without_credentials("https://ghp_token123@git.example/notes"),
+            "https://git.example/notes"
+        );
+        assert_eq!(
+            without_credentials("http://:pw@[::1]:8080/x"),
+            "http://[::1]:8080/x"
+        );
+        // Without credentials, the text is returned as it came, even where the parser would
+        // write it differently.
+        for same in [
+            "HTTP://Example.COM:80/a b",
+            "http://127.0.0.1:8080/a?b=c#d",
+            "not a url @ all",
+        ] {
+            assert_eq!(without_credentials(same), same);
+        }
     }
 
     #[test]

@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 use super::clock::Millis;
 use super::extract::{self, DocKind, Document, ExtractError};
 use super::fetch::Fetched;
+use super::intake;
 use super::store::rfc3339;
 
 #[derive(Debug, thiserror::Error)]
@@ -156,22 +157,6 @@ pub fn read_document(text: &str) -> Option<(serde_json::Map<String, serde_json::
     Some((meta, rest[end + "\n---\n".len()..].trim_start_matches('\n')))
 }
 
-/// A URL without its user name and password. A library is a thing people share and sync, and
-/// what sits before the `@` is often a secret: a password, or an access token given as the
-/// user name (`https://TOKEN@git.example/`). The queue keeps the whole URL, which it needs to
-/// fetch again.
-fn without_credentials(url: &str) -> std::borrow::Cow<'_, str> {
-    match url::Url::parse(url) {
-        Ok(mut u) if !u.username().is_empty() || u.password().is_some() => {
-            // Both only fail for URLs that cannot have credentials, which these have.
-            let _ = u.set_username("");
-            let _ = u.set_password(None);
-            u.to_string().into()
-        }
-        _ => url.into(),
-    }
-}
-
 /// YAML front matter. Values are written as JSON strings, which are valid YAML double-quoted
 /// scalars, so no title or URL can break out of its field.
 fn front_matter(
@@ -191,8 +176,11 @@ fn front_matter(
     };
     let mut out = String::from("---\n");
     for (key, value) in [
-        ("url", q(&without_credentials(from.url))),
-        ("final_url", q(&without_credentials(&fetched.final_url))),
+        ("url", q(&intake::without_credentials(from.url))),
+        (
+            "final_url",
+            q(&intake::without_credentials(&fetched.final_url)),
+        ),
         ("title", opt(&doc.title)),
         ("byline", opt(&doc.byline)),
         ("published", opt(&doc.published)),
@@ -345,11 +333,6 @@ mod tests {
         assert!(
             !text.contains("s3cret") && !text.contains("ghp_token123"),
             "{text}"
-        );
-        assert_eq!(
-            without_credentials("http://127.0.0.1:8080/a?b=c#d"),
-            "http://127.0.0.1:8080/a?b=c#d",
-            "a URL without credentials is written as it was"
         );
     }
 
