@@ -92,7 +92,13 @@ let queuePaused = false;
 let pausedHosts = new Set();
 
 function renderStats(stats) {
-  const chips = ['pending', 'running', 'done', 'dead', 'cancelled'].map((key) => {
+  // "cancelled 0" says nothing, and at the window's default width a fifth chip pushes the
+  // header onto two lines once counts reach tens of thousands. Cancelled jobs are only made
+  // by hand, so the chip shows once there is one; the Status menu always offers them.
+  const statuses = ['pending', 'running', 'done', 'dead', 'cancelled'].filter(
+    (key) => key !== 'cancelled' || Number(stats[key] ?? 0) > 0,
+  );
+  const chips = statuses.map((key) => {
     const chip = el('button', `chip chip-${key}`);
     chip.type = 'button';
     chip.dataset.status = key;

@@ -596,10 +596,20 @@ fn pausing_the_queue_holds_new_jobs_until_resumed() {
             )
             .await;
         let id = rows[0]["id"].clone();
+        assert!(
+            !squeezed(&s.text("counts").await).contains("cancelled"),
+            "no cancelled chip while there is none"
+        );
         select_row(&s, &id).await;
         s.click("d-cancel").await;
         s.wait_text("d-status", |t| t == "cancelled", "the cancel")
             .await;
+        s.wait_text(
+            "counts",
+            |t| squeezed(t).contains("cancelled1"),
+            "the cancelled chip",
+        )
+        .await;
         s.click("d-delete").await;
         assert_eq!(s.text("d-delete").await, "Confirm delete");
         s.click("d-delete").await;
@@ -613,6 +623,13 @@ fn pausing_the_queue_holds_new_jobs_until_resumed() {
         assert_eq!(server.hits("/page?title=Unwanted"), 0);
         s.finish().await;
     });
+}
+
+/// Text without its spaces, line breaks and thousands separators, whatever the locale.
+fn squeezed(text: &str) -> String {
+    text.chars()
+        .filter(|c| !c.is_whitespace() && !matches!(c, ',' | '.'))
+        .collect()
 }
 
 /// Press one key on whatever has the focus, as a keyboard does.
@@ -1153,6 +1170,22 @@ fn the_window_answers_while_a_long_paste_is_queued() {
         );
         assert!(settings < summary, "the settings waited for the paste: {t}");
         s.click("settings-cancel").await;
+
+        // Tens of thousands pending still fit the header at the window's default width: the
+        // chips stay on one line (with "cancelled 0" among them they wrapped to a second).
+        s.wait_text(
+            "counts",
+            |t| squeezed(t).contains("pending40000"),
+            "the pending count",
+        )
+        .await;
+        let lines = s
+            .js(
+                "return new Set(Array.from(document.querySelectorAll('#counts .chip'), (c) => c.offsetTop)).size;",
+                vec![],
+            )
+            .await;
+        assert_eq!(lines, json!(1), "the status chips take one line");
 
         // A pasted word list is rejected line by line, but the list under the box shows the
         // first 300 and counts the rest, instead of a list item per line. (5,000 lines: with
