@@ -116,6 +116,11 @@ function renderStats(stats) {
   pauseButton.textContent = queuePaused ? 'Resume queue' : 'Pause queue';
   pauseButton.setAttribute('aria-pressed', String(queuePaused));
   const notes = [];
+  const stalled = stats.stalled;
+  queueState.classList.toggle('queue-stalled', Boolean(stalled));
+  if (stalled) {
+    notes.push(`Paused: ${String(stalled.reason)}. No fetch starts and no retry is spent; Gleaner checks again by itself (next ${countdown(stalled.next_probe_at)}) and goes on once this is fixed.`);
+  }
   if (stats.offline) {
     notes.push(`Offline: ${String(stats.offline.reason)}. Nothing is fetched and no retries are spent until the network is back; next check ${countdown(stats.offline.next_probe_at)}.`);
   }

@@ -15,9 +15,10 @@ use crate::engine::intake::{self, Found, printable};
 use crate::engine::library::Library;
 use crate::engine::policy::{self, Policy};
 use crate::engine::store::{
-    ActionResult, Enqueued, Job, JobFilter, Status, Store, db_path, rfc3339,
+    ActionResult, Enqueued, Job, JobFilter, StallKind, StallState, Status, Store, db_path,
+    rfc3339,
 };
-use crate::engine::worker::{RunMode, Worker};
+use crate::engine::worker::{RunMode, Worker, WorkerError};
 
 /// `println!` that hands a failed write back as an error instead of panicking, so that
 /// `gleaner jobs list | head` ends quietly when the reader stops reading (see [`main`]).
@@ -333,12 +334,29 @@ pub fn explain(e: &anyhow::Error) -> String {
     out
 }
 
+/// Standard error with the credentials of every URL taken out: a backstop for log lines the
+/// engine does not write itself (reqwest's and hyper's, at debug level), which may quote a URL
+/// whole. The formatter hands over one event per write.
+struct RedactedStderr;
+
+impl std::io::Write for RedactedStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        std::io::stderr().write_all(crate::engine::redact::text(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
 fn init_tracing() {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("GLEANER_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| RedactedStderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
         .try_init();
@@ -360,6 +378,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cli::command()
             .error(clap::error::ErrorKind::ArgumentConflict, e)
             .exit();
+    }
+    // Times written now must be on the same footing as the waits already queued.
+    let writes = matches!(
+        command,
+        Command::Add { .. } | Command::Jobs { .. } | Command::Hosts { .. }
+    );
+    if writes && let Err(e) = store.reconcile_clock(&SystemClock.reading()) {
+        tracing::warn!(error = %e, "cannot check the queue's clock");
     }
     let now = SystemClock.now_ms();
     match command {
@@ -493,6 +519,7 @@ fn run_worker(
         .build()
         .context("cannot start the async runtime")?;
     let queue = store.clone();
+    let asked = store.clone();
     let code = runtime.block_on(async move {
         let library = Library::new(data_dir.join("library"));
         let worker = Worker::new(store.clone(), Arc::new(SystemClock), library, policy)?;
@@ -534,7 +561,14 @@ fn run_worker(
         let mode = if until_idle { RunMode::UntilIdle } else { RunMode::Forever };
         let summary = worker.run(mode, stop_rx).await;
         follower.abort();
-        let summary = summary?;
+        let summary = match summary {
+            Err(WorkerError::Stalled(stall)) => {
+                let waiting = asked.stats(SystemClock.now_ms()).map(|s| s.pending + s.running);
+                eprintln!("{}", stalled_message(&stall, waiting.ok()));
+                return Ok(ExitCode::from(STALLED_EXIT));
+            }
+            other => other?,
+        };
         // What this run did; what still waits is read from the queue below, since a job
         // retried three times counted three retries here.
         tracing::info!(
@@ -649,6 +683,34 @@ fn hosts(store: &Store, command: HostsCommand, now: i64) -> anyhow::Result<ExitC
     }
 }
 
+/// `run --until-idle`'s exit code when a problem of this machine's (a full disk) outlasted
+/// its patience: not 1, which says some input was bad.
+const STALLED_EXIT: u8 = 3;
+
+/// What `run --until-idle` says when it gives up on a stall: what is wrong, that nothing was
+/// lost, and what to do.
+fn stalled_message(stall: &StallState, waiting: Option<u64>) -> String {
+    let what_to_do = match stall.kind {
+        StallKind::DiskFull => "Free some space on that disk, then run `gleaner run` again",
+        StallKind::Library => "Make the library folder writable, then run `gleaner run` again",
+        StallKind::Database => {
+            "Check the disk and the database file, then run `gleaner run` again"
+        }
+    };
+    let kept = match waiting {
+        Some(n) => format!(
+            "{n} job{} wait in the queue",
+            if n == 1 { "" } else { "s" }
+        ),
+        None => "every job waits in the queue".to_string(),
+    };
+    format!(
+        "Stopped: {} (for {}). Nothing was lost: {kept}, and no retry was spent on this. {what_to_do}; it goes on where it stopped.",
+        stall.reason,
+        crate::engine::policy::human_duration(crate::engine::worker::STALL_PATIENCE)
+    )
+}
+
 fn stats(store: &Store, json: bool, now: i64) -> anyhow::Result<ExitCode> {
     let s = store.stats(now)?;
     if json {
@@ -665,6 +727,14 @@ fn stats(store: &Store, json: bool, now: i64) -> anyhow::Result<ExitCode> {
             wait_until(now, o.since),
             o.reason,
             wait_until(o.next_probe_at, now)
+        );
+    }
+    if let Some(st) = &s.stalled {
+        println!(
+            "stalled since {} ago: {}; no job starts and no retry is spent until it clears (next check in {})",
+            wait_until(now, st.since),
+            st.reason,
+            wait_until(st.next_probe_at, now)
         );
     }
     if s.queue_paused {

@@ -189,3 +189,69 @@ pub fn ran_in_network_namespace(name: &str) -> bool {
     assert!(so.contains("1 passed"), "the inner test did not run:\n{so}");
     true
 }
+
+/// A real, small tmpfs (the disk-full tests need a disk that really fills up). Mounting needs
+/// root, which CI has; it is unmounted when dropped.
+pub struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    /// Mount a tmpfs of `size` (as `mount -o size=` takes it: `2m`, `512k`).
+    pub fn mount(size: &str) -> Self {
+        let dir = tempfile::tempdir().expect("mount point");
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0755"), "tmpfs"])
+            .arg(dir.path())
+            .output()
+            .expect("run mount");
+        assert!(
+            out.status.success(),
+            "cannot mount a tmpfs (the disk-full tests run as root, as CI does): {}",
+            stderr(&out)
+        );
+        Self { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Make it bigger (or smaller) in place, as freeing space would.
+    pub fn resize(&self, size: &str) {
+        let out = Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(self.dir.path())
+            .output()
+            .expect("run mount");
+        assert!(out.status.success(), "cannot remount: {}", stderr(&out));
+    }
+
+    /// Fill what is left with a file named `filler`, until the disk says it is full.
+    pub fn fill(&self) -> PathBuf {
+        use std::io::Write as _;
+        let path = self.dir.path().join("filler");
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .expect("filler");
+        let chunk = vec![0u8; 4096];
+        loop {
+            match f.write(&chunk) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(28) => break,
+                Err(e) => panic!("filling the tmpfs: {e}"),
+            }
+        }
+        path
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        // Lazy, so that a process the test left behind cannot keep the mount alive.
+        let _ = Command::new("umount").arg("-l").arg(self.dir.path()).status();
+    }
+}

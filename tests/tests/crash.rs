@@ -20,7 +20,7 @@ impl Lcg {
 }
 
 #[test]
-fn twenty_kills_at_random_moments_lose_nothing_and_finish_nothing_twice() {
+fn forty_kills_at_random_moments_lose_nothing_and_finish_nothing_twice() {
     // Host A stalls every response while we kill the worker, so no fetch completes in a run
     // that gets killed; host B answers 500 at once, so the worker is committing failures (and
     // recovering the interrupted attempts of the previous run) when the kill lands.
@@ -64,7 +64,7 @@ fn twenty_kills_at_random_moments_lose_nothing_and_finish_nothing_twice() {
     ];
 
     stalling.set_stall_all(true);
-    let kills = 20;
+    let kills = 40;
     for round in 0..kills {
         let mut child = sb
             .cmd()

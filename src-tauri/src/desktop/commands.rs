@@ -52,12 +52,18 @@ fn job_or_gone(store: &Store, id: i64) -> Result<Job, String> {
 #[tauri::command]
 pub async fn stats(state: State<'_, DesktopState>) -> Result<Stats, String> {
     let store = state.reader.clone();
-    off_main(move || {
+    let stalled = state.worker.stalled();
+    let mut stats = off_main(move || {
         store
             .stats(SystemClock.now_ms())
             .map_err(store_error("Could not read the queue"))
     })
-    .await
+    .await?;
+    // This window's worker knows its stall even when the database could not record it.
+    if stalled.is_some() {
+        stats.stalled = stalled;
+    }
+    Ok(stats)
 }
 
 /// What one paste or drop did, line by line, for the summary under the box.
@@ -290,6 +296,10 @@ async fn write_then_wake<T: Send + 'static>(
 ) -> Result<T, String> {
     let (store, worker) = (state.store.clone(), state.worker.clone());
     off_main(move || {
+        // Times written now must be on the same footing as the waits already queued.
+        if let Err(e) = store.reconcile_clock(&SystemClock.reading()) {
+            tracing::warn!(error = %e, "cannot check the queue's clock");
+        }
         let done = write(&store, &worker)?;
         worker.wake();
         Ok(done)

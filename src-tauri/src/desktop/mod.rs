@@ -237,14 +237,68 @@ fn start_engine<R: Runtime>(app: &tauri::AppHandle<R>) {
             announce_deaths(&handle);
         }
     });
+    watch_health(app, worker.health());
+    let handle = app.clone();
     tauri::async_runtime::spawn(async move {
         // The window's lifetime is the worker's: no shutdown signal is needed, and in-flight
         // fetches abandoned at exit are recovered on the next start.
         let (_stop, stop_rx) = tokio::sync::watch::channel(false);
+        // The loop stalls rather than fail; an error here is one it could not survive.
         if let Err(e) = worker.run(RunMode::Forever, stop_rx).await {
             tracing::error!(error = %e, "the worker stopped");
+            notify(
+                &handle,
+                "Gleaner stopped fetching",
+                &format!("{e}. Quit and start Gleaner again to go on; nothing queued was lost."),
+            );
         }
     });
+}
+
+/// Show the worker's stalls where a person looks: the window's status line and the tray on
+/// every change, and one OS notification when a stall begins.
+fn watch_health<R: Runtime>(
+    app: &tauri::AppHandle<R>,
+    mut health: tokio::sync::watch::Receiver<Option<crate::engine::store::StallState>>,
+) {
+    let handle = app.clone();
+    tauri::async_runtime::spawn(async move {
+        let mut stalled = false;
+        while health.changed().await.is_ok() {
+            let now = health.borrow_and_update().clone();
+            if let Some(stall) = &now
+                && !stalled
+            {
+                notify(
+                    &handle,
+                    "Gleaner paused",
+                    &format!(
+                        "{}. No fetch starts and no retry is spent; Gleaner goes on by itself once this is fixed.",
+                        capitalised(&stall.reason)
+                    ),
+                );
+            }
+            stalled = now.is_some();
+            emit_changed(&handle);
+            tray::refresh(&handle);
+        }
+    });
+}
+
+fn capitalised(s: &str) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+fn notify<R: Runtime>(app: &tauri::AppHandle<R>, title: &str, body: &str) {
+    use tauri_plugin_notification::NotificationExt as _;
+    let body = notification_body(body);
+    if let Err(e) = app.notification().builder().title(title).body(body).show() {
+        tracing::warn!(error = %e, "cannot show a notification");
+    }
 }
 
 /// Tell the page that committed job state changed; it re-reads what it shows.

@@ -131,6 +131,9 @@ pub fn refresh<R: Runtime>(app: &tauri::AppHandle<R>) {
     if stats.queue_paused {
         text.push_str(" (paused)");
     }
+    if let Some(stall) = state.worker.stalled().or(stats.stalled) {
+        text.push_str(&format!(" · paused: {}", stall.reason));
+    }
     let label = if stats.queue_paused {
         "Resume queue"
     } else {

@@ -1,8 +1,13 @@
 //! Injected time. Every "now" in the engine comes from a [`Clock`], so tests can jump a 60 s
 //! backoff forward instead of sleeping through it.
+//!
+//! A clock has two readings: the wall clock (what times are stored in) and a boot clock that
+//! only moves forward, counts suspended time too, and is the same for every process on this
+//! boot. Their difference changes only when somebody sets the wall clock, which is how the
+//! store tells a clock set back or forward from a laptop that slept ([`Reading::offset`]).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -13,11 +18,42 @@ pub type Millis = i64;
 pub trait Clock: Send + Sync + 'static {
     fn now_ms(&self) -> Millis;
 
+    /// Milliseconds since this machine booted, counting time asleep (`CLOCK_BOOTTIME`): never
+    /// set, never stepped.
+    fn boot_ms(&self) -> Millis;
+
+    /// Which boot [`Clock::boot_ms`] counts from: boot clocks of two boots cannot be compared.
+    fn boot_id(&self) -> &str;
+
+    fn reading(&self) -> Reading {
+        Reading {
+            wall: self.now_ms(),
+            boot: self.boot_ms(),
+            boot_id: self.boot_id().to_string(),
+        }
+    }
+
     /// Resolves once `now_ms() >= deadline`. Must not busy-wait.
     fn sleep_until(&self, deadline: Millis) -> futures_util::future::BoxFuture<'_, ()>;
 }
 
 pub type SharedClock = Arc<dyn Clock>;
+
+/// Both readings of a clock at one instant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reading {
+    pub wall: Millis,
+    pub boot: Millis,
+    pub boot_id: String,
+}
+
+impl Reading {
+    /// Wall time at boot, as the wall clock says now. It moves by exactly the size of a jump
+    /// of the wall clock, and not at all while the machine sleeps.
+    pub fn offset(&self) -> Millis {
+        self.wall - self.boot
+    }
+}
 
 /// The wall clock.
 #[derive(Debug, Default, Clone, Copy)]
@@ -26,6 +62,14 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     fn now_ms(&self) -> Millis {
         system_now_ms()
+    }
+
+    fn boot_ms(&self) -> Millis {
+        boot_now_ms()
+    }
+
+    fn boot_id(&self) -> &str {
+        system_boot_id()
     }
 
     fn sleep_until(&self, deadline: Millis) -> futures_util::future::BoxFuture<'_, ()> {
@@ -41,10 +85,34 @@ pub fn system_now_ms() -> Millis {
         .unwrap_or(0)
 }
 
+/// `CLOCK_BOOTTIME` in milliseconds, or the monotonic clock where there is none.
+pub fn boot_now_ms() -> Millis {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    t.tv_sec.saturating_mul(1000) + t.tv_nsec / 1_000_000
+}
+
+/// This boot's id (Linux's `boot_id`); elsewhere a fixed one, which only weakens the check
+/// that a stored offset belongs to this boot.
+fn system_boot_id() -> &'static str {
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "this-boot".to_string())
+    })
+}
+
 /// A clock that moves only when told to. Sleepers wake when it is advanced past their deadline.
+///
+/// [`ManualClock::advance`] is time passing (both readings move, as over a sleep too);
+/// [`ManualClock::jump_wall`] is somebody setting the wall clock (the boot clock stays).
 #[derive(Debug, Default)]
 pub struct ManualClock {
     now: AtomicI64,
+    boot: AtomicI64,
     moved: Notify,
 }
 
@@ -52,18 +120,29 @@ impl ManualClock {
     pub fn new(start: Millis) -> Arc<Self> {
         Arc::new(Self {
             now: AtomicI64::new(start),
+            boot: AtomicI64::new(1_000),
             moved: Notify::new(),
         })
     }
 
     pub fn advance(&self, by: Duration) {
-        self.now
-            .fetch_add(by.as_millis() as Millis, Ordering::SeqCst);
+        let by = by.as_millis() as Millis;
+        self.boot.fetch_add(by, Ordering::SeqCst);
+        self.now.fetch_add(by, Ordering::SeqCst);
         self.moved.notify_waiters();
     }
 
+    /// Set the wall clock forward (positive) or back (negative) by `by_ms`, as NTP or a user
+    /// does; no time passes.
+    pub fn jump_wall(&self, by_ms: Millis) {
+        self.now.fetch_add(by_ms, Ordering::SeqCst);
+        self.moved.notify_waiters();
+    }
+
+    /// Set the wall clock to `to`, with time passing as it moves (a test's "it is now…").
     pub fn set(&self, to: Millis) {
-        self.now.store(to, Ordering::SeqCst);
+        let from = self.now.swap(to, Ordering::SeqCst);
+        self.boot.fetch_add(to - from, Ordering::SeqCst);
         self.moved.notify_waiters();
     }
 }
@@ -73,12 +152,23 @@ impl Clock for ManualClock {
         self.now.load(Ordering::SeqCst)
     }
 
+    fn boot_ms(&self) -> Millis {
+        self.boot.load(Ordering::SeqCst)
+    }
+
+    fn boot_id(&self) -> &str {
+        "manual-clock"
+    }
+
+    /// Like the system clock's: the wait is measured when the sleep starts and counted on the
+    /// boot clock, so a jump of the wall clock neither wakes a sleeper nor holds it longer.
     fn sleep_until(&self, deadline: Millis) -> futures_util::future::BoxFuture<'_, ()> {
+        let wake_at = self.boot_ms() + (deadline - self.now_ms()).max(0);
         Box::pin(async move {
             loop {
                 // Register interest before reading the time so an advance in between is not lost.
                 let moved = self.moved.notified();
-                if self.now_ms() >= deadline {
+                if self.boot_ms() >= wake_at {
                     return;
                 }
                 moved.await;
@@ -104,5 +194,24 @@ mod tests {
             .await
             .expect("sleeper did not wake")
             .expect("join");
+    }
+
+    #[test]
+    fn the_offset_moves_with_a_jump_of_the_wall_clock_and_not_with_time_passing() {
+        let clock = ManualClock::new(1_000_000);
+        let before = clock.reading().offset();
+        clock.advance(Duration::from_secs(3600));
+        assert_eq!(clock.reading().offset(), before, "time passing is not a jump");
+        clock.jump_wall(-3_600_000);
+        assert_eq!(clock.reading().offset(), before - 3_600_000);
+    }
+
+    #[test]
+    fn the_system_boot_clock_moves_forward() {
+        let a = SystemClock.boot_ms();
+        std::thread::sleep(Duration::from_millis(20));
+        let b = SystemClock.boot_ms();
+        assert!(b >= a + 15, "{a} then {b}");
+        assert!(!SystemClock.boot_id().is_empty());
     }
 }

@@ -7,6 +7,7 @@ use futures_util::StreamExt;
 use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE, DATE, HeaderMap, LOCATION, RETRY_AFTER};
 
 use super::policy::{self, Failure, FailureKind, RedirectError};
+use super::redact;
 
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
@@ -176,12 +177,17 @@ fn failure_from_reqwest(err: &reqwest::Error, limits: Limits) -> Failure {
             format!("connection dropped mid-body ({})", policy::error_chain(err))
         }
         FailureKind::Unknown => {
-            tracing::warn!(error = %policy::error_chain(err), debug = ?err, "unrecognised fetch error, treated as transient");
+            tracing::warn!(
+                error = %redact::text(&policy::error_chain(err)),
+                debug = %redact::text(&format!("{err:?}")),
+                "unrecognised fetch error, treated as transient"
+            );
             policy::error_chain(err)
         }
         _ => policy::error_chain(err),
     };
-    Failure::new(kind, message)
+    // reqwest's messages quote the URL, user name and password included.
+    Failure::new(kind, redact::text(&message))
 }
 
 fn failure_from_status(status: reqwest::StatusCode, headers: &HeaderMap) -> Failure {
@@ -222,7 +228,10 @@ fn failure_from_status(status: reqwest::StatusCode, headers: &HeaderMap) -> Fail
         {
             (
                 FailureKind::RedirectScheme,
-                format!("{code} redirect to a non-web address: {location}"),
+                format!(
+                    "{code} redirect to a non-web address: {}",
+                    redact::text(location)
+                ),
             )
         } else {
             (

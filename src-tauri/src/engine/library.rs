@@ -211,10 +211,87 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> LibraryError + '_ {
     }
 }
 
+/// Temp files are named `.gleaner-XXXXXX.tmp`, so that the ones a killed process left can be
+/// told from anything else in the folder.
+const TEMP_PREFIX: &str = ".gleaner-";
+const TEMP_SUFFIX: &str = ".tmp";
+/// What is younger than this may still be in the hands of a live process.
+const LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(300);
+
+impl Library {
+    /// Remove what a killed process left: temp files (ours, and those of versions that used
+    /// `tempfile`'s default names), and raw copies whose Markdown document was never written
+    /// (the raw copy is written first). Files younger than a few minutes are left alone: a
+    /// process still running may be writing them. Returns how many files went.
+    pub fn clean_leftovers(&self) -> std::io::Result<usize> {
+        let Ok(hosts) = std::fs::read_dir(&self.root) else {
+            return Ok(0);
+        };
+        let mut removed = 0;
+        for host in hosts {
+            let host = host?;
+            if !host.file_type()?.is_dir() {
+                if is_temp_name(&host.file_name().to_string_lossy()) && old_enough(&host) {
+                    std::fs::remove_file(host.path())?;
+                    removed += 1;
+                }
+                continue;
+            }
+            for entry in std::fs::read_dir(host.path())? {
+                let entry = entry?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let leftover = is_temp_name(&name)
+                    || orphan_raw_stem(&name)
+                        .is_some_and(|stem| !host.path().join(format!("{stem}.md")).exists());
+                if leftover && entry.file_type()?.is_file() && old_enough(&entry) {
+                    std::fs::remove_file(entry.path())?;
+                    removed += 1;
+                }
+            }
+        }
+        Ok(removed)
+    }
+}
+
+fn is_temp_name(name: &str) -> bool {
+    (name.starts_with(TEMP_PREFIX) && name.ends_with(TEMP_SUFFIX))
+        // tempfile's default: ".tmp" and six random characters.
+        || (name.starts_with(".tmp") && name.len() == 10)
+}
+
+/// The stem of a raw copy named as [`Library::save`] names them (`<slug>-<id>-<8 hex>.<ext>`),
+/// for a file that is not itself a document.
+fn orphan_raw_stem(name: &str) -> Option<&str> {
+    let (stem, ext) = name.rsplit_once('.')?;
+    if ext == "md" || ext.is_empty() {
+        return None;
+    }
+    let (rest, hash) = stem.rsplit_once('-')?;
+    let (_, id) = rest.rsplit_once('-')?;
+    let ours = hash.len() == 8
+        && hash.bytes().all(|b| b.is_ascii_hexdigit())
+        && !id.is_empty()
+        && id.bytes().all(|b| b.is_ascii_digit());
+    ours.then_some(stem)
+}
+
+fn old_enough(entry: &std::fs::DirEntry) -> bool {
+    entry
+        .metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age >= LEFTOVER_AGE)
+}
+
 /// Write `bytes` to `path` through a temp file in the same folder, fsynced, then renamed.
 pub fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), LibraryError> {
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io_err(dir))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .suffix(TEMP_SUFFIX)
+        .tempfile_in(dir)
+        .map_err(io_err(dir))?;
     tmp.write_all(bytes).map_err(io_err(path))?;
     tmp.as_file().sync_all().map_err(io_err(path))?;
     tmp.persist(path).map_err(|e| LibraryError::Io {
@@ -298,6 +375,45 @@ fn safe_segment(host: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn leftovers_of_a_killed_process_are_removed_and_nothing_else() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let host = dir.path().join("news.example");
+        std::fs::create_dir_all(&host).expect("host dir");
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        let put = |name: &str, aged: bool| {
+            let path = host.join(name);
+            std::fs::write(&path, b"x").expect("write");
+            if aged {
+                let f = std::fs::File::options().write(true).open(&path).expect("open");
+                f.set_modified(old).expect("mtime");
+            }
+        };
+        put(".gleaner-a1b2c3.tmp", true);
+        put(".tmpZ9y8X7", true);
+        put("article-7-0123abcd.html", true); // raw copy, its document never written
+        put("kept-8-89abcdef.html", true);
+        put("kept-8-89abcdef.md", true);
+        put("note.txt", true); // not a name Gleaner writes
+        put(".gleaner-young1.tmp", false); // may be a live process's
+        let lib = Library::new(dir.path());
+        assert_eq!(lib.clean_leftovers().expect("clean"), 3);
+        let mut left: Vec<String> = std::fs::read_dir(&host)
+            .expect("list")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                ".gleaner-young1.tmp",
+                "kept-8-89abcdef.html",
+                "kept-8-89abcdef.md",
+                "note.txt"
+            ]
+        );
+    }
+
     use super::*;
 
     fn from(url: &str) -> Provenance<'_> {

@@ -8,6 +8,7 @@
 //! - [`extract`]: readable text and metadata from HTML, PDF and text bodies.
 //! - [`library`]: documents written to disk.
 //! - [`export`]: the library as JSON Lines.
+//! - [`redact`]: credentials kept out of logs and stored errors.
 //! - [`clock`]: the injected notion of "now".
 //! - [`open_lock_file`]: the files whose `flock` keeps processes from stepping on each other.
 
@@ -18,6 +19,7 @@ pub mod fetch;
 pub mod intake;
 pub mod library;
 pub mod policy;
+pub mod redact;
 pub mod store;
 pub mod worker;
 

@@ -14,6 +14,12 @@ use serde::Serialize;
 use super::clock::Millis;
 use super::policy::{self, Counters, Decision, ErrorClass, Failure, FailureKind, Policy};
 
+mod clock_jump;
+mod stall;
+
+pub use clock_jump::JUMP_THRESHOLD_MS;
+pub use stall::{StallKind, StallState};
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("database error: {0}")]
@@ -222,6 +228,9 @@ pub enum Finish {
     /// Failed while this machine was offline: recorded in the history, but the job keeps its
     /// retry budget and is due again as soon as the network is back.
     Offline(Failure),
+    /// Fetched, but this machine could not keep it (disk full, library unwritable): nobody's
+    /// fault on the web, so the job goes back with its budget untouched.
+    Local(Failure),
 }
 
 /// A finished job as committed by [`Store::step`].
@@ -233,9 +242,22 @@ pub enum Settled {
     Failed(Failed),
     /// Back to pending, budget untouched (see [`Finish::Offline`]).
     Offline(Job),
+    /// Back to pending, budget untouched (see [`Finish::Local`]).
+    Local(Job),
     /// The lease was lost meanwhile (cancelled, or recovered after expiry): the attempt is
     /// recorded, the job row is left alone.
     Discarded,
+}
+
+/// What [`Store::recover`] can tell of a lease's owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Liveness {
+    /// Running: its jobs are its own, expired lease or not.
+    Alive,
+    /// Gone: its jobs come back now.
+    Gone,
+    /// Not ours to judge (another machine's id): its lease decides.
+    Unknown,
 }
 
 /// What a worker asks [`Store::step`] to claim.
@@ -343,6 +365,9 @@ pub struct Stats {
     pub throttled_hosts: Vec<HostState>,
     /// Set while a worker finds this machine offline.
     pub offline: Option<OfflineState>,
+    /// Set while a worker waits out a problem of this machine's (a full disk, a database
+    /// that cannot be written).
+    pub stalled: Option<StallState>,
 }
 
 /// A worker's finding that this machine is offline: every attempt in a short window failed to
@@ -451,6 +476,8 @@ pub struct Store {
     checkpointer: Mutex<Option<Checkpointer>>,
     /// Keys of lanes this connection read ahead; only the claim uses it, inside a write.
     lane_keys: Mutex<LaneKeys>,
+    /// The clock offset this store last saw recorded ([`Store::reconcile_clock`]).
+    clock_anchor: Mutex<Option<clock_jump::Anchor>>,
 }
 
 /// A thread with its own connection that checkpoints the WAL, so the worker's commits do not
@@ -555,7 +582,7 @@ const COMPLETE_SQL: &str = "UPDATE jobs SET status = 'done', lease_owner = NULL,
          finished_by = lease_owner, lease_until = NULL, final_url = ?3, http_status = ?4, \
          title = ?5, document = ?6, content_type = ?7, sha256 = ?8, error_class = NULL, \
          error = NULL, updated_at = ?9, finished_at = ?9 \
-     WHERE id = ?1 AND status = 'running' AND lease_owner = ?2";
+     WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?10";
 /// Write an attempt's history row when it ends.
 const END_ATTEMPT_SQL: &str = "INSERT INTO attempt_log (job_id, number, started_at, finished_at, \
          outcome, kind, http_status, error, delay_ms, worker) \
@@ -693,6 +720,7 @@ impl Store {
             path: Some(path.to_path_buf()),
             checkpointer: Mutex::new(None),
             lane_keys: Mutex::default(),
+            clock_anchor: Mutex::default(),
         })
     }
 
@@ -706,6 +734,7 @@ impl Store {
             path: None,
             checkpointer: Mutex::new(None),
             lane_keys: Mutex::default(),
+            clock_anchor: Mutex::default(),
         })
     }
 
@@ -880,7 +909,7 @@ impl Store {
             per_host,
             max: 1,
         };
-        let step = self.step(Vec::new(), &Policy::default(), now, Some(&request))?;
+        let step = self.step(&mut Vec::new(), &Policy::default(), now, Some(&request))?;
         Ok(step.claimed.into_iter().next())
     }
 
@@ -919,32 +948,41 @@ impl Store {
     /// in one transaction, so a busy worker pays one commit (one fsync at `synchronous=FULL`)
     /// for a whole group of jobs instead of two per job. The results come back in the order
     /// of `finished`; nothing is reported before the transaction commits.
+    ///
+    /// `finished` is emptied only once the transaction has committed: on an error the
+    /// outcomes are still there to commit later, and nothing fetched is lost.
     pub fn step(
         &self,
-        finished: Vec<(Claimed, Finish)>,
+        finished: &mut Vec<(Claimed, Finish)>,
         policy: &Policy,
         now: Millis,
         claim: Option<&ClaimRequest<'_>>,
     ) -> Result<Step> {
-        self.write(|tx| {
+        let (results, claimed) = self.write(|tx| {
             let mut settled = Vec::with_capacity(finished.len());
-            for (claimed, finish) in finished {
-                let result = match &finish {
+            for (claimed, finish) in finished.iter() {
+                let result = match finish {
                     Finish::Success(success) => {
-                        if complete_in(tx, &claimed, success, policy, now)? {
+                        if complete_in(tx, claimed, success, policy, now)? {
                             Settled::Done
                         } else {
                             Settled::Discarded
                         }
                     }
                     Finish::Failure { failure, unit } => {
-                        fail_in(tx, &claimed, failure, policy, now, *unit)?
+                        fail_in(tx, claimed, failure, policy, now, *unit)?
                             .map_or(Settled::Discarded, Settled::Failed)
                     }
-                    Finish::Offline(failure) => offline_in(tx, &claimed, failure, now)?
-                        .map_or(Settled::Discarded, Settled::Offline),
+                    Finish::Offline(failure) => {
+                        put_back_in(tx, claimed, failure, now, PutBack::Offline)?
+                            .map_or(Settled::Discarded, Settled::Offline)
+                    }
+                    Finish::Local(failure) => {
+                        put_back_in(tx, claimed, failure, now, PutBack::Local)?
+                            .map_or(Settled::Discarded, Settled::Local)
+                    }
                 };
-                settled.push((claimed, finish, result));
+                settled.push(result);
             }
             let mut claimed = Vec::new();
             if let Some(request) = claim.filter(|r| r.max > 0)
@@ -953,17 +991,25 @@ impl Store {
                 let mut lane_keys = self.lane_keys.lock().map_err(|_| StoreError::Poisoned)?;
                 claimed = claim_many(tx, request, now, &mut lane_keys)?;
             }
-            Ok(Step { settled, claimed })
-        })
+            Ok((settled, claimed))
+        })?;
+        let settled = std::mem::take(finished)
+            .into_iter()
+            .zip(results)
+            .map(|((claimed, finish), result)| (claimed, finish, result))
+            .collect();
+        Ok(Step { settled, claimed })
     }
 
-    /// Put back jobs whose worker is gone: lease expired, or `is_alive(owner)` says the owning
-    /// process no longer exists. The interrupted attempt still counts.
+    /// Put back jobs whose worker is gone: `liveness(owner)` says the owning process no longer
+    /// exists, or it cannot tell and the lease has expired. A worker known to be alive keeps
+    /// its jobs whatever the wall clock says (a laptop waking from sleep finds every lease
+    /// expired). The interrupted attempt still counts.
     pub fn recover(
         &self,
         policy: &Policy,
         now: Millis,
-        is_alive: impl Fn(&str) -> bool,
+        liveness: impl Fn(&str) -> Liveness,
     ) -> Result<Vec<Failed>> {
         self.write(|tx| {
             close_finished_batches(tx)?;
@@ -986,8 +1032,12 @@ impl Store {
             let mut out = Vec::new();
             for (job, owner, lease_until, started_at) in running {
                 let expired = lease_until.is_none_or(|t| t < now);
-                let orphaned = owner.as_deref().is_none_or(|o| !is_alive(o));
-                if !(expired || orphaned) {
+                let recover = match owner.as_deref().map_or(Liveness::Gone, &liveness) {
+                    Liveness::Alive => false,
+                    Liveness::Gone => true,
+                    Liveness::Unknown => expired,
+                };
+                if !recover {
                     continue;
                 }
                 let attempt = AttemptRef {
@@ -1338,6 +1388,7 @@ impl Store {
         drop(stmt);
         stats.queue_paused = queue_paused(&conn)?;
         stats.offline = offline_state(&conn)?;
+        stats.stalled = stall::stalled_in(&conn)?;
         drop(conn);
         stats.throttled_hosts = self
             .hosts(now)?
@@ -2259,7 +2310,8 @@ fn complete_in(
         success.document,
         success.content_type,
         success.sha256,
-        now
+        now,
+        claimed.attempt
     ])?;
     let done = changed == 1;
     // The done row is also the attempt's history (migration 0014); a result that came too
@@ -2279,27 +2331,54 @@ fn complete_in(
     Ok(done)
 }
 
-fn offline_in(
+/// Why an attempt's job goes back to pending with its budget untouched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PutBack {
+    /// The machine was offline.
+    Offline,
+    /// This machine could not keep what was fetched (disk full, library unwritable).
+    Local,
+}
+
+impl PutBack {
+    fn outcome(self) -> &'static str {
+        match self {
+            PutBack::Offline => "offline",
+            PutBack::Local => "local",
+        }
+    }
+
+    fn note(self) -> &'static str {
+        match self {
+            PutBack::Offline => "offline: not counted against its retries",
+            PutBack::Local => "a problem on this computer: not counted against its retries",
+        }
+    }
+}
+
+fn put_back_in(
     tx: &Transaction<'_>,
     claimed: &Claimed,
     failure: &Failure,
     now: Millis,
+    why: PutBack,
 ) -> Result<Option<Job>> {
     let changed = tx
         .prepare_cached(
             "UPDATE jobs SET status = 'pending', run_at = ?3, error_class = 'transient', error = ?4, \
                  http_status = NULL, lease_owner = NULL, lease_until = NULL, updated_at = ?3, \
                  attempt_started_at = NULL \
-             WHERE id = ?1 AND status = 'running' AND lease_owner = ?2",
+             WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?5",
         )?
         .execute(params![
             claimed.job_id,
             claimed.owner,
             now,
-            format!("{} (offline: not counted against its retries)", failure.message)
+            format!("{} ({})", failure.message, why.note()),
+            claimed.attempt
         ])?;
     let end = AttemptEnd {
-        outcome: "offline",
+        outcome: why.outcome(),
         kind: Some(failure.kind),
         error: Some(&failure.message),
         delay_ms: Some(0),
@@ -2324,9 +2403,9 @@ fn fail_in(
     let job = tx
         .prepare_cached(&format!(
             "SELECT {JOB_COLUMNS} FROM jobs j LEFT JOIN batches b ON b.id = j.batch_id \
-             WHERE j.id = ?1 AND j.status = 'running' AND j.lease_owner = ?2"
+             WHERE j.id = ?1 AND j.status = 'running' AND j.lease_owner = ?2 AND j.attempts = ?3"
         ))?
-        .query_row(params![claimed.job_id, claimed.owner], job_from_row)
+        .query_row(params![claimed.job_id, claimed.owner, claimed.attempt], job_from_row)
         .optional()?;
     let Some(job) = job else {
         let error = format!(
@@ -2594,7 +2673,7 @@ pub fn rfc3339(ms: Millis) -> String {
 mod tests {
     use super::*;
 
-    fn job(url: &str) -> NewJob {
+    pub(super) fn job(url: &str) -> NewJob {
         let host = url::Url::parse(url)
             .ok()
             .and_then(|u| u.host_str().map(str::to_string))
@@ -2720,7 +2799,7 @@ mod tests {
         );
         // Its worker is gone: recovery writes the interrupted attempt with its real start.
         store
-            .recover(&Policy::default(), 1_000, |_| false)
+            .recover(&Policy::default(), 1_000, |_| Liveness::Gone)
             .expect("recover");
         let history = store.attempts(7).expect("attempts");
         assert_eq!(history.len(), 2, "{history:?}");
@@ -2763,7 +2842,7 @@ mod tests {
         };
         let step = s
             .step(
-                vec![(c.clone(), Finish::Success(success))],
+                &mut vec![(c.clone(), Finish::Success(success))],
                 &policy,
                 30,
                 None,
@@ -2777,7 +2856,7 @@ mod tests {
         s.delete(&[c.job_id]).expect("delete");
         let failure = Failure::new(FailureKind::Timeout, "timed out");
         s.step(
-            vec![(c, Finish::Failure { failure, unit: 0.0 })],
+            &mut vec![(c, Finish::Failure { failure, unit: 0.0 })],
             &policy,
             40,
             None,
@@ -2987,7 +3066,7 @@ mod tests {
         let s = Store::open_in_memory().expect("store");
         let batch = s.create_batch("paste", "paste", 0).expect("batch");
         // A worker going idle between the batch's creation and its enqueue closes it as empty.
-        s.recover(&Policy::default(), 1, |_| true).expect("recover");
+        s.recover(&Policy::default(), 1, |_| Liveness::Unknown).expect("recover");
         s.enqueue(Some(batch), &[job("http://a.example/1")], 5, 2)
             .expect("enqueue");
         let claimed = s
@@ -3474,7 +3553,7 @@ mod tests {
             max: 3,
         };
         let first = s
-            .step(Vec::new(), &policy, 10, Some(&request))
+            .step(&mut Vec::new(), &policy, 10, Some(&request))
             .expect("step");
         assert!(first.settled.is_empty());
         let ids: Vec<i64> = first.claimed.iter().map(|c| c.job_id).collect();
@@ -3487,7 +3566,7 @@ mod tests {
             http_status: 200,
             ..Success::default()
         };
-        let finished = vec![
+        let mut finished = vec![
             (first.claimed[0].clone(), Finish::Success(ok.clone())),
             (first.claimed[1].clone(), Finish::Success(ok)),
             (
@@ -3498,7 +3577,7 @@ mod tests {
                 },
             ),
         ];
-        let second = s.step(finished, &policy, 12, Some(&request)).expect("step");
+        let second = s.step(&mut finished, &policy, 12, Some(&request)).expect("step");
         let results: Vec<(i64, &str)> = second
             .settled
             .iter()
@@ -3509,6 +3588,7 @@ mod tests {
                         Settled::Done => "done",
                         Settled::Failed(f) => f.job.status.as_str(),
                         Settled::Offline(_) => "offline",
+                        Settled::Local(_) => "local",
                         Settled::Discarded => "discarded",
                     },
                 )
@@ -3854,7 +3934,7 @@ mod tests {
                 }
                 5 => {
                     // The worker dies with the job in flight; a new one recovers it.
-                    s.recover(&policy, now + 61_000, |_| false)
+                    s.recover(&policy, now + 61_000, |_| Liveness::Gone)
                         .expect("recover");
                 }
                 _ => {
@@ -3878,7 +3958,7 @@ mod tests {
             );
         }
         // Every job left is reachable: a long drain finishes them all.
-        s.recover(&policy, now + 61_000, |_| false)
+        s.recover(&policy, now + 61_000, |_| Liveness::Gone)
             .expect("recover");
         let dead: Vec<i64> = s
             .list_jobs(&JobFilter {
@@ -4038,7 +4118,14 @@ mod tests {
             max_retries: 1,
             ..Policy::default()
         };
-        let recovered = s.recover(&policy, 10, |o| o == "alive").expect("recover");
+        let judge = |o: &str| {
+            if o == "alive" {
+                Liveness::Alive
+            } else {
+                Liveness::Gone
+            }
+        };
+        let recovered = s.recover(&policy, 10, judge).expect("recover");
         assert_eq!(recovered.len(), 1);
         let j = s.job(dead_owner.job_id).expect("job").expect("row");
         assert_eq!((j.status, j.attempts, j.run_at), (Status::Pending, 1, 10));
@@ -4054,13 +4141,18 @@ mod tests {
             .expect("claim")
             .expect("again");
         assert_eq!(again.job_id, dead_owner.job_id);
-        s.recover(&policy, 20, |o| o == "alive").expect("recover");
+        s.recover(&policy, 20, judge).expect("recover");
         assert_eq!(
             s.job(again.job_id).expect("job").expect("row").status,
             Status::Dead
         );
-        // An expired lease is recovered even if its owner looks alive.
-        let rec = s.recover(&policy, 61_000, |_| true).expect("recover");
+        // A live owner keeps its job past its lease (the wall clock jumped, or the laptop
+        // slept); an owner that cannot be judged loses it once the lease expires.
+        let kept = s.recover(&policy, 61_000, judge).expect("recover");
+        assert!(kept.is_empty(), "{kept:?}");
+        let rec = s
+            .recover(&policy, 61_000, |_| Liveness::Unknown)
+            .expect("recover");
         assert_eq!(rec.len(), 1);
         assert_eq!(rec[0].job.id, live_owner.job_id);
     }
@@ -4289,7 +4381,7 @@ mod tests {
         let (mut size, mut cut_back) = (0, Vec::new());
         loop {
             let step = store
-                .step(finished, &Policy::default(), 1_000, Some(&request))
+                .step(&mut finished, &Policy::default(), 1_000, Some(&request))
                 .expect("step");
             done += step.settled.len();
             let now = std::fs::metadata(&wal).map_or(0, |m| m.len());

@@ -6,8 +6,8 @@
 //! ends, or until something wakes it (an enqueue, a settings change, a commit by another
 //! process on the same database).
 
-use std::collections::HashSet;
-use std::path::Path;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
@@ -21,8 +21,8 @@ use super::fetch::{Fetcher, Limits};
 use super::library::{Library, LibraryError, Provenance, SaveOptions};
 use super::policy::{self, Decision, Failure, FailureKind, Policy};
 use super::store::{
-    ClaimRequest, Claimed, Failed, Finish, OfflineState, Settled, Status, Store, StoreError,
-    Success,
+    ClaimRequest, Claimed, Failed, Finish, Liveness, OfflineState, Settled, StallKind,
+    StallState, Status, Store, StoreError, Success,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +33,9 @@ pub enum WorkerError {
     Join(#[from] tokio::task::JoinError),
     #[error("cannot watch the data folder for changes: {0}")]
     Watch(#[from] notify::Error),
+    /// `run --until-idle` gave up waiting for a problem of this machine's to clear.
+    #[error("{}", .0.reason)]
+    Stalled(StallState),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +75,21 @@ pub struct Worker {
     network: Mutex<Network>,
     /// One permit: big bodies are extracted one at a time.
     big_saves: Arc<tokio::sync::Semaphore>,
+    /// Set while a problem of this machine's (full disk, database errors) holds the worker.
+    stall: Mutex<Option<Stall>>,
+    health: watch::Sender<Option<StallState>>,
+    /// The clock offset last reconciled with the store (see `store::clock_jump`).
+    clock_offset: Mutex<Option<(String, Millis)>>,
+}
+
+/// A stall as this worker holds it: the shared state, plus what only this process knows.
+#[derive(Debug, Clone)]
+struct Stall {
+    state: StallState,
+    /// Boot-clock time it began, for `--until-idle`'s patience (the wall clock may jump).
+    began_boot: Millis,
+    /// The database has this state (a full database may not take it at first).
+    recorded: bool,
 }
 
 /// A body above this is extracted only while no other such body is. Extraction holds about
@@ -103,6 +121,14 @@ const IDLE_FALLBACK: Duration = Duration::from_secs(30);
 /// While other processes hold running jobs, `--until-idle` checks back this often.
 const FOREIGN_RUNNING_RECHECK: Duration = Duration::from_millis(500);
 
+/// A stalled worker probes after 1 s, then twice as long each time, up to this: space freed
+/// is noticed within this long.
+const STALL_PROBE_MAX: Duration = Duration::from_secs(10);
+/// How long `run --until-idle` waits for a stall to clear before it gives up (and says why).
+pub const STALL_PATIENCE: Duration = Duration::from_secs(45);
+/// The probe writes this much to the library folder: room for a page, not just for a byte.
+const PROBE_BYTES: usize = 1 << 20;
+
 impl Worker {
     pub fn new(
         store: Arc<Store>,
@@ -130,6 +156,9 @@ impl Worker {
             events,
             network: Mutex::new(Network::default()),
             big_saves: Arc::new(tokio::sync::Semaphore::new(1)),
+            stall: Mutex::new(None),
+            health: watch::channel(None).0,
+            clock_offset: Mutex::new(None),
         }))
     }
 
@@ -144,6 +173,20 @@ impl Worker {
 
     pub fn subscribe(&self) -> broadcast::Receiver<JobEvent> {
         self.events.subscribe()
+    }
+
+    /// This worker's stall, as it changes: `Some` while a problem of this machine's holds it.
+    /// The window shows it even when the database cannot record it.
+    pub fn health(&self) -> watch::Receiver<Option<StallState>> {
+        self.health.subscribe()
+    }
+
+    /// The stall holding this worker, if any.
+    pub fn stalled(&self) -> Option<StallState> {
+        self.stall
+            .lock()
+            .ok()
+            .and_then(|s| s.as_ref().map(|s| s.state.clone()))
     }
 
     pub fn policy(&self) -> Policy {
@@ -199,143 +242,427 @@ impl Worker {
 
     /// The loop. Returns when `mode` says so or `shutdown` turns true. In-flight fetches are
     /// dropped on shutdown; their leases are recovered on the next start.
+    ///
+    /// No error ends it: a database or file-system error stalls the worker (no job starts,
+    /// the reason is recorded for `stats` and the window), which probes with backoff and goes
+    /// on by itself once the problem clears. Only `--until-idle` gives up, after
+    /// [`STALL_PATIENCE`], with [`WorkerError::Stalled`].
     pub async fn run(
         self: &Arc<Self>,
         mode: RunMode,
         mut shutdown: watch::Receiver<bool>,
     ) -> Result<RunSummary, WorkerError> {
-        let mut summary = RunSummary::default();
-        // An offline finding left by a worker that has stopped is stale: this one finds out
-        // for itself.
-        if self.db(|s| s.offline()).await?.is_some() {
-            self.db(|s| s.set_offline(None)).await?;
-        }
-        summary.recovered += self.recover().await? as u64;
-        let mut inflight: JoinSet<Result<(Claimed, Finish), WorkerError>> = JoinSet::new();
-        // Outcomes fetched but not yet committed: they go into the next step's transaction
-        // together with the claims for the slots they free (group commit).
-        let mut ready: Vec<(Claimed, Finish)> = Vec::new();
+        let mut run = Run::default();
         loop {
             if *shutdown.borrow() {
                 break;
             }
+            if self.stall_state().is_some() {
+                if let Err(gave_up) = self.wait_out_stall(mode, &mut run, &mut shutdown).await {
+                    return Err(gave_up);
+                }
+                continue;
+            }
+            match self.turn(mode, &mut run, &mut shutdown).await {
+                Ok(Flow::Go) => {}
+                Ok(Flow::Idle) => break,
+                Err(e) => self.stall_on(&e),
+            }
+        }
+        self.finish(run).await
+    }
+
+    /// What is left when the loop ends: commit work already done, hand back the rest.
+    async fn finish(self: &Arc<Self>, mut run: Run) -> Result<RunSummary, WorkerError> {
+        while let Some(joined) = run.inflight.try_join_next_with_id() {
+            run.collect(joined);
+        }
+        if !run.ready.is_empty() {
             let policy = self.policy();
-            let mut free = (policy.concurrency.max(1) as usize).saturating_sub(inflight.len());
-            // Offline: no jobs start, except one at a time as a probe when the probe is due.
-            let probe_at = self.offline().map(|o| o.next_probe_at);
-            if let Some(at) = probe_at {
-                free = usize::from(inflight.is_empty() && self.clock.now_ms() >= at);
-            }
-            let mut claimed_none = false;
-            if free > 0 || !ready.is_empty() {
-                let claimed = self
-                    .step(std::mem::take(&mut ready), &policy, free, &mut summary)
-                    .await?;
-                claimed_none = claimed.len() < free;
-                for c in claimed {
-                    let me = self.clone();
-                    let policy = policy.clone();
-                    inflight.spawn(async move { me.process(c, policy).await });
-                }
-            }
-            let mut fallback = IDLE_FALLBACK;
-            let mut deadline = None;
-            if claimed_none {
-                summary.recovered += self.recover().await? as u64;
-                let now = self.clock.now_ms();
-                deadline = self.db(move |s| s.next_wakeup(now)).await?;
-                if inflight.is_empty() && mode == RunMode::UntilIdle {
-                    if !self.db(|s| s.has_active()).await? {
-                        break;
-                    }
-                    if deadline.is_none() {
-                        // Only other processes' running jobs keep the queue active.
-                        fallback = FOREIGN_RUNNING_RECHECK;
-                    }
-                }
-            }
-            let clock = self.clock.clone();
-            let sleep = async move {
-                match deadline {
-                    Some(d) => clock.sleep_until(d).await,
-                    None => std::future::pending().await,
-                }
-            };
-            let clock = self.clock.clone();
-            let probe = async move {
-                match probe_at {
-                    Some(at) => clock.sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                Some(joined) = inflight.join_next(), if !inflight.is_empty() => {
-                    collect(joined, &mut ready);
-                    // Everything else that finished meanwhile joins the same commit.
-                    while let Some(joined) = inflight.try_join_next() {
-                        collect(joined, &mut ready);
-                    }
-                }
-                _ = self.wake.notified() => {}
-                _ = sleep, if claimed_none => {}
-                _ = probe, if probe_at.is_some() && free == 0 => {}
-                _ = tokio::time::sleep(fallback), if claimed_none => {}
-                _ = shutdown.changed() => {}
+            if let Err(e) = self.step(&mut run, &policy, 0).await {
+                tracing::error!(
+                    "{}; {} finished jobs could not be recorded and will be fetched again",
+                    e,
+                    run.ready.len()
+                );
             }
         }
-        // Work already done is committed, not thrown away.
-        while let Some(joined) = inflight.try_join_next() {
-            collect(joined, &mut ready);
-        }
-        if !ready.is_empty() {
-            let policy = self.policy();
-            self.step(ready, &policy, 0, &mut summary).await?;
-        }
-        inflight.shutdown().await;
+        run.inflight.shutdown().await;
         // Hand back what we abandoned now rather than when the next run notices we are gone.
         let (policy, now, me) = (self.policy(), self.clock.now_ms(), self.owner.clone());
-        let released = self
-            .db(move |s| s.recover(&policy, now, |owner| owner != me))
-            .await?;
-        for failed in &released {
-            self.log_failure(failed);
+        let mine = move |owner: &str| {
+            if owner == me {
+                Liveness::Gone
+            } else {
+                Liveness::Alive
+            }
+        };
+        match self.db(move |s| s.recover(&policy, now, mine)).await {
+            Ok(released) => {
+                for failed in &released {
+                    self.log_failure(failed);
+                }
+            }
+            Err(e) => tracing::error!(
+                "{e}; the jobs this worker held go back to the queue when Gleaner next starts"
+            ),
         }
-        Ok(summary)
+        Ok(run.summary)
+    }
+
+    /// One pass of the loop: commit what finished, claim what fits, then sleep until there is
+    /// something to do.
+    async fn turn(
+        self: &Arc<Self>,
+        mode: RunMode,
+        run: &mut Run,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> Result<Flow, WorkerError> {
+        if !run.started {
+            // An offline finding left by a worker that has stopped is stale: this one finds
+            // out for itself.
+            if self.db(|s| s.offline()).await?.is_some() {
+                self.db(|s| s.set_offline(None)).await?;
+            }
+            self.reconcile_clock(true).await?;
+            run.summary.recovered += self.recover().await? as u64;
+            self.clean_library();
+            run.started = true;
+        }
+        self.reconcile_clock(false).await?;
+        let policy = self.policy();
+        let mut free = (policy.concurrency.max(1) as usize).saturating_sub(run.inflight.len());
+        // Offline: no jobs start, except one at a time as a probe when the probe is due.
+        let probe_at = self.offline().map(|o| o.next_probe_at);
+        if let Some(at) = probe_at {
+            free = usize::from(run.inflight.is_empty() && self.clock.now_ms() >= at);
+        }
+        let mut claimed_none = false;
+        if free > 0 || !run.ready.is_empty() {
+            let claimed = self.step(run, &policy, free).await?;
+            claimed_none = claimed.len() < free;
+            // A save that failed for want of space stalls the worker: what it claimed in the
+            // same transaction goes back at once.
+            if let Some(stall) = self.stall_state()
+                && !claimed.is_empty()
+            {
+                let ids: Vec<i64> = claimed.iter().map(|c| c.job_id).collect();
+                let (owner, now) = (self.owner.clone(), self.clock.now_ms());
+                self.db(move |s| s.put_back(&owner, Some(&ids), &stall.reason, now))
+                    .await?;
+                return Ok(Flow::Go);
+            }
+            for c in claimed {
+                let me = self.clone();
+                let policy = policy.clone();
+                let job = c.clone();
+                let task = run.inflight.spawn(async move { me.process(c, policy).await });
+                run.tasks.insert(task.id(), job);
+            }
+        }
+        let mut fallback = IDLE_FALLBACK;
+        let mut deadline = None;
+        if claimed_none {
+            run.summary.recovered += self.recover().await? as u64;
+            let now = self.clock.now_ms();
+            deadline = self.db(move |s| s.next_wakeup(now)).await?;
+            if run.inflight.is_empty() && mode == RunMode::UntilIdle {
+                if !self.db(|s| s.has_active()).await? {
+                    return Ok(Flow::Idle);
+                }
+                if deadline.is_none() {
+                    // Only other processes' running jobs keep the queue active.
+                    fallback = FOREIGN_RUNNING_RECHECK;
+                }
+            }
+        }
+        let clock = self.clock.clone();
+        let sleep = async move {
+            match deadline {
+                Some(d) => clock.sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        let clock = self.clock.clone();
+        let probe = async move {
+            match probe_at {
+                Some(at) => clock.sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            Some(joined) = run.inflight.join_next_with_id(), if !run.inflight.is_empty() => {
+                run.collect(joined);
+                // Everything else that finished meanwhile joins the same commit.
+                while let Some(joined) = run.inflight.try_join_next_with_id() {
+                    run.collect(joined);
+                }
+            }
+            _ = self.wake.notified() => {}
+            _ = sleep, if claimed_none => {}
+            _ = probe, if probe_at.is_some() && free == 0 => {}
+            _ = tokio::time::sleep(fallback), if claimed_none => {}
+            _ = shutdown.changed() => {}
+        }
+        Ok(Flow::Go)
+    }
+
+    /// While stalled: keep committing what finishes (when the database takes it), probe when
+    /// the probe is due, and, for `--until-idle`, give up after [`STALL_PATIENCE`].
+    async fn wait_out_stall(
+        self: &Arc<Self>,
+        mode: RunMode,
+        run: &mut Run,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> Result<(), WorkerError> {
+        let Some(stall) = self.stall_full() else {
+            return Ok(());
+        };
+        if !stall.recorded {
+            let state = stall.state.clone();
+            if self.db(move |s| s.set_stalled(Some(&state))).await.is_ok() {
+                self.mark_stall_recorded();
+            }
+        }
+        if !run.ready.is_empty() {
+            let policy = self.policy();
+            if let Err(e) = self.step(run, &policy, 0).await {
+                tracing::debug!(error = %e, "still cannot record finished jobs");
+            }
+        }
+        let waited = Duration::from_millis((self.clock.boot_ms() - stall.began_boot).max(0) as u64);
+        if mode == RunMode::UntilIdle && run.inflight.is_empty() && waited >= STALL_PATIENCE {
+            let (owner, now, reason) = (
+                self.owner.clone(),
+                self.clock.now_ms(),
+                stall.state.reason.clone(),
+            );
+            if let Err(e) = self.db(move |s| s.put_back(&owner, None, &reason, now)).await {
+                tracing::debug!(error = %e, "cannot put back the jobs this worker holds");
+            }
+            return Err(WorkerError::Stalled(stall.state));
+        }
+        let clock = self.clock.clone();
+        let at = stall.state.next_probe_at;
+        let patience_ends = stall.began_boot + STALL_PATIENCE.as_millis() as Millis;
+        let boot_left = (patience_ends - self.clock.boot_ms()).max(0) as u64;
+        tokio::select! {
+            Some(joined) = run.inflight.join_next_with_id(), if !run.inflight.is_empty() => {
+                run.collect(joined);
+                return Ok(());
+            }
+            _ = clock.sleep_until(at) => {}
+            _ = tokio::time::sleep(Duration::from_millis(boot_left)), if mode == RunMode::UntilIdle => {
+                return Ok(());
+            }
+            _ = shutdown.changed() => return Ok(()),
+        }
+        match self.probe().await {
+            Ok(()) => self.clear_stall(),
+            Err((kind, reason)) => self.stall_again(kind, reason),
+        }
+        Ok(())
     }
 
     /// One transaction: commit the finished jobs, claim up to `free` more. Logs and events are
-    /// written from the committed rows.
+    /// written from the committed rows. On an error the finished jobs stay in `run.ready`.
     async fn step(
         &self,
-        finished: Vec<(Claimed, Finish)>,
+        run: &mut Run,
         policy: &Policy,
         free: usize,
-        summary: &mut RunSummary,
     ) -> Result<Vec<Claimed>, WorkerError> {
         let (owner, now, p) = (self.owner.clone(), self.clock.now_ms(), policy.clone());
-        let finished = self.observe_network(finished, policy, now).await?;
-        // What this group taught may be that the machine is offline: then only a due probe
-        // starts.
+        let finished = std::mem::take(&mut run.ready);
+        let mut finished = self.observe_network(finished, policy, now).await?;
+        // What this group taught may be that the machine is offline (then only a due probe
+        // starts), or that this machine cannot keep what it fetches (then nothing starts).
         let free = match self.offline() {
             Some(o) => usize::from(free > 0 && now >= o.next_probe_at),
             None => free,
         };
+        let free = if self.stall_state().is_some() { 0 } else { free };
         let request = (free > 0).then(|| (lease_for(policy), policy.per_host.max(1)));
-        let step = self
-            .db(move |s| {
-                let claim = request.map(|(lease, per_host)| ClaimRequest {
-                    owner: &owner,
-                    lease,
-                    per_host,
-                    max: free,
-                });
-                s.step(finished, &p, now, claim.as_ref())
-            })
-            .await?;
+        let store = self.store.clone();
+        let (finished, step) = tokio::task::spawn_blocking(move || {
+            let claim = request.map(|(lease, per_host)| ClaimRequest {
+                owner: &owner,
+                lease,
+                per_host,
+                max: free,
+            });
+            let step = store.step(&mut finished, &p, now, claim.as_ref());
+            (finished, step)
+        })
+        .await?;
+        run.ready = finished;
+        let step = step?;
         for (claimed, finish, settled) in &step.settled {
-            summary.count(self.report(claimed, finish, settled));
+            run.summary.count(self.report(claimed, finish, settled));
         }
         Ok(step.claimed)
+    }
+
+    fn stall_state(&self) -> Option<StallState> {
+        self.stalled()
+    }
+
+    fn stall_full(&self) -> Option<Stall> {
+        self.stall.lock().ok().and_then(|s| s.clone())
+    }
+
+    fn mark_stall_recorded(&self) {
+        if let Ok(mut s) = self.stall.lock()
+            && let Some(s) = s.as_mut()
+        {
+            s.recorded = true;
+        }
+    }
+
+    /// Stall on an error of the loop's own database work.
+    fn stall_on(&self, e: &WorkerError) {
+        let (kind, reason) = database_fault(e, self.store.path());
+        self.stall_begin(kind, reason);
+    }
+
+    /// Start a stall, unless one holds already (several saves in flight fail together).
+    fn stall_begin(&self, kind: StallKind, reason: String) {
+        if self.stall_state().is_none() {
+            self.stall_again(kind, reason);
+        }
+    }
+
+    /// Start a stall, or, if one holds already, take the newer reason and wait longer before
+    /// the next probe. The first of a stall is logged and announced; the others are not.
+    fn stall_again(&self, kind: StallKind, reason: String) {
+        let (now, boot) = (self.clock.now_ms(), self.clock.boot_ms());
+        let Ok(mut slot) = self.stall.lock() else {
+            return;
+        };
+        let probes = slot.as_ref().map_or(0, |s| s.state.probes + 1);
+        let wait = stall_probe_wait(probes);
+        let fresh = slot.is_none();
+        let stall = slot.get_or_insert_with(|| Stall {
+            state: StallState {
+                kind,
+                reason: reason.clone(),
+                since: now,
+                next_probe_at: now,
+                probes: 0,
+                worker: self.owner.clone(),
+            },
+            began_boot: boot,
+            recorded: false,
+        });
+        stall.state.kind = kind;
+        stall.state.reason = reason;
+        stall.state.probes = probes;
+        stall.state.next_probe_at = now + wait.as_millis() as Millis;
+        stall.recorded = false;
+        let state = stall.state.clone();
+        drop(slot);
+        if fresh {
+            tracing::error!(
+                "Paused: {}. No job starts and no retry is spent until this is fixed; Gleaner checks again by itself (next in {}).",
+                state.reason,
+                policy::human_duration(wait)
+            );
+        } else {
+            tracing::warn!(
+                "Still paused: {}; checking again in {}.",
+                state.reason,
+                policy::human_duration(wait)
+            );
+        }
+        self.health.send_replace(Some(state));
+    }
+
+    /// The probe passed: go on.
+    fn clear_stall(&self) {
+        let Some(stall) = self.stall.lock().ok().and_then(|mut s| s.take()) else {
+            return;
+        };
+        let took = Duration::from_millis((self.clock.boot_ms() - stall.began_boot).max(0) as u64);
+        tracing::info!(
+            "Resumed after {}: {} no longer holds the queue.",
+            policy::human_duration(took),
+            stall.state.reason
+        );
+        self.health.send_replace(None);
+        self.wake();
+    }
+
+    /// A cheap check that the stall's cause has cleared: a small write to the library folder
+    /// and one to the database (which also clears the recorded stall).
+    async fn probe(&self) -> Result<(), (StallKind, String)> {
+        let root = self.library.root().to_path_buf();
+        let file = root.join(format!(".gleaner-probe-{}.tmp", self.owner));
+        let written = tokio::task::spawn_blocking(move || probe_write(&root, &file)).await;
+        match written {
+            Ok(Ok(())) => {}
+            Ok(Err((path, e))) => {
+                return Err(library_fault(&path, &e).unwrap_or_else(|| {
+                    (
+                        StallKind::Library,
+                        format!("cannot write to the library ({}): {e}", path.display()),
+                    )
+                }));
+            }
+            Err(e) => return Err((StallKind::Library, format!("the library check failed: {e}"))),
+        }
+        match self.db(|s| s.set_stalled(None)).await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(database_fault(&e, self.store.path())),
+        }
+    }
+
+    /// Notice a jump of the wall clock (see `store::clock_jump`), and keep this worker's own
+    /// waits (the next offline probe, the next stall probe) to their length too. Without
+    /// `force`, the store is asked only when this worker's own reading has moved.
+    async fn reconcile_clock(&self, force: bool) -> Result<(), WorkerError> {
+        let reading = self.clock.reading();
+        let offset = reading.offset();
+        let moved = match self.clock_offset.lock() {
+            Ok(last) => last.as_ref().is_none_or(|(boot, o)| {
+                *boot != reading.boot_id
+                    || (offset - o).abs() >= super::store::JUMP_THRESHOLD_MS
+            }),
+            Err(_) => true,
+        };
+        if !(force || moved) {
+            return Ok(());
+        }
+        let r = reading.clone();
+        let jump = self.db(move |s| s.reconcile_clock(&r)).await?;
+        if let Ok(mut last) = self.clock_offset.lock() {
+            *last = Some((reading.boot_id.clone(), offset));
+        }
+        if let Some(d) = jump {
+            if let Ok(mut net) = self.network.lock()
+                && let Some(o) = net.offline.as_mut()
+            {
+                o.next_probe_at += d;
+            }
+            if let Ok(mut stall) = self.stall.lock()
+                && let Some(s) = stall.as_mut()
+            {
+                s.state.next_probe_at += d;
+            }
+        }
+        Ok(())
+    }
+
+    /// Remove what a killed process left in the library: temp files and raw copies whose
+    /// document was never written. In the background: a big library takes a while to list.
+    fn clean_library(&self) {
+        let library = self.library.clone();
+        tokio::task::spawn_blocking(move || match library.clean_leftovers() {
+            Ok(n) if n > 0 => {
+                tracing::info!("removed {n} unfinished files a stopped Gleaner left in the library")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot clean up the library folder"),
+        });
     }
 
     /// This process's finding that the machine is offline, if it has one.
@@ -360,7 +687,8 @@ impl Worker {
             };
             // Anything that reached a server, even an error page, proves the network works.
             let reached = finished.iter().any(|(_, f)| match f {
-                Finish::Success(_) => true,
+                // A page fetched but not saved still came from a server.
+                Finish::Success(_) | Finish::Local(_) => true,
                 Finish::Failure { failure, .. } | Finish::Offline(failure) => {
                     !failure.kind.suggests_offline()
                 }
@@ -460,7 +788,7 @@ impl Worker {
                     tracing::info!(
                         job = claimed.job_id,
                         "GET {} done: {} {}, saved {} (attempt {}).",
-                        claimed.url,
+                        redacted(&claimed.url),
                         success.http_status,
                         reqwest::StatusCode::from_u16(success.http_status)
                             .ok()
@@ -485,27 +813,35 @@ impl Worker {
                 tracing::warn!(
                     job = job.id,
                     "GET {} failed: {} (offline). Not counted against its retries; it runs again when the network is back.",
-                    job.url,
-                    match finish {
-                        Finish::Offline(f) | Finish::Failure { failure: f, .. } =>
-                            f.message.as_str(),
-                        Finish::Success(_) => "",
-                    }
+                    redacted(&job.url),
+                    finish_message(finish)
                 );
                 self.emit(job.id, job.status);
                 Outcome::Retried
+            }
+            Settled::Local(job) => {
+                tracing::warn!(
+                    job = job.id,
+                    "GET {} fetched, but not saved: {}. Not counted against its retries; it runs again once this is fixed.",
+                    redacted(&job.url),
+                    finish_message(finish)
+                );
+                self.emit(job.id, job.status);
+                Outcome::PutBack
             }
             Settled::Discarded => {
                 match finish {
                     Finish::Success(_) => tracing::info!(
                         job = claimed.job_id,
                         "GET {} finished, but the job was cancelled or taken over meanwhile; result discarded.",
-                        claimed.url
+                        redacted(&claimed.url)
                     ),
-                    Finish::Failure { failure, .. } | Finish::Offline(failure) => tracing::info!(
+                    Finish::Failure { failure, .. }
+                    | Finish::Offline(failure)
+                    | Finish::Local(failure) => tracing::info!(
                         job = claimed.job_id,
                         "GET {} failed: {}, but the job was cancelled or taken over meanwhile.",
-                        claimed.url,
+                        redacted(&claimed.url),
                         failure.message
                     ),
                 }
@@ -519,7 +855,7 @@ impl Worker {
         let now = self.clock.now_ms();
         let me = self.owner.clone();
         let recovered = self
-            .db(move |s| s.recover(&policy, now, |owner| owner_alive(owner, &me)))
+            .db(move |s| s.recover(&policy, now, |owner| liveness(owner, &me)))
             .await?;
         for failed in &recovered {
             self.log_failure(failed);
@@ -530,11 +866,7 @@ impl Worker {
 
     /// Fetch and save one claimed job. Nothing is committed here: the outcome goes into the
     /// loop's next group commit.
-    async fn process(
-        self: Arc<Self>,
-        claimed: Claimed,
-        policy: Policy,
-    ) -> Result<(Claimed, Finish), WorkerError> {
+    async fn process(self: Arc<Self>, claimed: Claimed, policy: Policy) -> (Claimed, Finish) {
         let limits = Limits {
             timeout: policy.timeout,
             max_body: policy.max_body,
@@ -566,7 +898,18 @@ impl Worker {
                     };
                     library.save(&from, &fetched, options).map(|s| (s, fetched))
                 })
-                .await?;
+                .await;
+                let saved = match saved {
+                    Ok(saved) => saved,
+                    Err(e) => {
+                        let failure = Failure::new(
+                            FailureKind::Unknown,
+                            format!("Gleaner failed while saving the page: {e}"),
+                        );
+                        let unit: f64 = rand::rng().random_range(-1.0..=1.0);
+                        return (claimed, Finish::Failure { failure, unit });
+                    }
+                };
                 match saved {
                     Ok((saved, fetched)) => {
                         let success = Success {
@@ -577,7 +920,7 @@ impl Worker {
                             content_type: fetched.content_type,
                             sha256: Some(saved.sha256),
                         };
-                        return Ok((claimed, Finish::Success(success)));
+                        return (claimed, Finish::Success(success));
                     }
                     Err(LibraryError::Content(ExtractError::Blocked(why))) => Failure::new(
                         FailureKind::Blocked,
@@ -586,8 +929,18 @@ impl Worker {
                     Err(LibraryError::Content(c)) => {
                         Failure::new(FailureKind::Unparsable, c.to_string())
                     }
-                    Err(io @ LibraryError::Io { .. }) => {
-                        Failure::new(FailureKind::Local, io.to_string())
+                    Err(LibraryError::Io { path, source }) => {
+                        let failure = Failure::new(
+                            FailureKind::Local,
+                            format!("cannot write {}: {source}", path.display()),
+                        );
+                        // Nobody's fault on the web: the job goes back, and nothing starts
+                        // until the disk has room again.
+                        if let Some((kind, reason)) = library_fault(&path, &source) {
+                            self.stall_begin(kind, reason);
+                            return (claimed, Finish::Local(failure));
+                        }
+                        failure
                     }
                     Err(refused @ LibraryError::Refused { .. }) => {
                         Failure::new(FailureKind::Refused, refused.to_string())
@@ -597,7 +950,7 @@ impl Worker {
             Err(failure) => failure,
         };
         let unit: f64 = rand::rng().random_range(-1.0..=1.0);
-        Ok((claimed, Finish::Failure { failure, unit }))
+        (claimed, Finish::Failure { failure, unit })
     }
 
     /// One line per attempt outcome, written from the committed row.
@@ -608,12 +961,14 @@ impl Worker {
         let what = if failed.failure.kind == FailureKind::Interrupted {
             format!(
                 "GET {} was interrupted ({})",
-                job.url, failed.failure.message
+                redacted(&job.url),
+                failed.failure.message
             )
         } else {
             format!(
                 "GET {} failed: {} ({class})",
-                job.url, failed.failure.message
+                redacted(&job.url),
+                failed.failure.message
             )
         };
         match (&failed.decision, job.status) {
@@ -666,21 +1021,109 @@ enum Outcome {
     Done,
     Retried,
     Dead,
+    /// Back in the queue with its budget untouched: this machine could not keep it.
+    PutBack,
     Discarded,
 }
 
-/// A finished fetch task's outcome joins the next commit; a task that failed to run at all
-/// leaves its job running, and recovery hands it back.
-fn collect(
-    joined: Result<Result<(Claimed, Finish), WorkerError>, tokio::task::JoinError>,
-    ready: &mut Vec<(Claimed, Finish)>,
-) {
-    match joined {
-        Ok(Ok(done)) => ready.push(done),
-        Ok(Err(e)) => {
-            tracing::error!(error = %e, "could not finish a job's attempt; it will be recovered")
+/// What one `run` holds between passes of its loop.
+#[derive(Default)]
+struct Run {
+    summary: RunSummary,
+    inflight: JoinSet<(Claimed, Finish)>,
+    /// The job each fetch task holds, so a task that panics still gives its job back.
+    tasks: HashMap<tokio::task::Id, Claimed>,
+    /// Outcomes fetched but not yet committed: they go into the next step's transaction
+    /// together with the claims for the slots they free (group commit).
+    ready: Vec<(Claimed, Finish)>,
+    /// Start-of-run upkeep (recovery, clean-up) is done.
+    started: bool,
+}
+
+enum Flow {
+    Go,
+    Idle,
+}
+
+impl Run {
+    /// A finished fetch task's outcome joins the next commit; a task that panicked fails its
+    /// attempt like any unknown error.
+    fn collect(&mut self, joined: Result<(tokio::task::Id, (Claimed, Finish)), tokio::task::JoinError>) {
+        match joined {
+            Ok((id, done)) => {
+                self.tasks.remove(&id);
+                self.ready.push(done);
+            }
+            Err(e) => {
+                let Some(claimed) = self.tasks.remove(&e.id()) else {
+                    tracing::error!(error = %e, "a fetch task failed");
+                    return;
+                };
+                tracing::error!(error = %e, job = claimed.job_id, "a fetch task failed");
+                let failure = Failure::new(
+                    FailureKind::Unknown,
+                    format!("Gleaner failed while fetching the page: {e}"),
+                );
+                let unit: f64 = rand::rng().random_range(-1.0..=1.0);
+                self.ready
+                    .push((claimed, Finish::Failure { failure, unit }));
+            }
         }
-        Err(e) => tracing::error!(error = %e, "a fetch task failed; its job will be recovered"),
+    }
+}
+
+use super::redact::url as redacted;
+
+fn finish_message(finish: &Finish) -> &str {
+    match finish {
+        Finish::Offline(f) | Finish::Local(f) | Finish::Failure { failure: f, .. } => {
+            f.message.as_str()
+        }
+        Finish::Success(_) => "",
+    }
+}
+
+/// A write to the library that failed for a reason of this machine's, which stalls the queue
+/// rather than fail the job: what it is, in words that say what to do.
+fn library_fault(path: &Path, e: &std::io::Error) -> Option<(StallKind, String)> {
+    use std::io::ErrorKind;
+    const ENOSPC: i32 = 28;
+    const EDQUOT: i32 = 122;
+    const EROFS: i32 = 30;
+    let where_ = path.parent().unwrap_or(path).display();
+    match (e.kind(), e.raw_os_error()) {
+        (ErrorKind::StorageFull, _) | (_, Some(ENOSPC)) => Some((
+            StallKind::DiskFull,
+            format!("the disk holding the library ({where_}) is full"),
+        )),
+        (ErrorKind::QuotaExceeded, _) | (_, Some(EDQUOT)) => Some((
+            StallKind::DiskFull,
+            format!("the disk quota for the library ({where_}) is used up"),
+        )),
+        (ErrorKind::ReadOnlyFilesystem, _) | (_, Some(EROFS)) => Some((
+            StallKind::Library,
+            format!("the library ({where_}) is on a read-only file system"),
+        )),
+        (ErrorKind::PermissionDenied, _) => Some((
+            StallKind::Library,
+            format!("Gleaner may not write to the library ({where_})"),
+        )),
+        _ => None,
+    }
+}
+
+/// What a database error means for the queue, in words that say what to do.
+fn database_fault(e: &WorkerError, db: Option<&Path>) -> (StallKind, String) {
+    let full = matches!(
+        e,
+        WorkerError::Store(StoreError::Sqlite(rusqlite::Error::SqliteFailure(f, _)))
+            if f.code == rusqlite::ErrorCode::DiskFull
+    );
+    let db = db.map_or_else(|| "the queue database".to_string(), |p| p.display().to_string());
+    if full {
+        (StallKind::DiskFull, format!("the disk holding the database ({db}) is full"))
+    } else {
+        (StallKind::Database, format!("the database ({db}) cannot be used: {e}"))
     }
 }
 
@@ -690,9 +1133,26 @@ impl RunSummary {
             Outcome::Done => self.done += 1,
             Outcome::Retried => self.retried += 1,
             Outcome::Dead => self.dead += 1,
-            Outcome::Discarded => {}
+            Outcome::PutBack | Outcome::Discarded => {}
         }
     }
+}
+
+/// The wait before a stalled worker's probe number `probes` (0 for the first).
+fn stall_probe_wait(probes: u32) -> Duration {
+    Duration::from_secs(1u64 << probes.min(8)).min(STALL_PROBE_MAX)
+}
+
+/// Write, sync and remove [`PROBE_BYTES`] in `root`; on failure, the path and the error.
+fn probe_write(root: &Path, file: &Path) -> Result<(), (PathBuf, std::io::Error)> {
+    use std::io::Write as _;
+    std::fs::create_dir_all(root).map_err(|e| (root.to_path_buf(), e))?;
+    let result = std::fs::File::create(file).and_then(|mut f| {
+        f.write_all(&vec![0u8; PROBE_BYTES])?;
+        f.sync_all()
+    });
+    let _ = std::fs::remove_file(file);
+    result.map_err(|e| (file.to_path_buf(), e))
 }
 
 /// Long enough to cover the whole request plus saving; a lease only matters if its owner dies
@@ -715,37 +1175,62 @@ impl Drop for Worker {
     }
 }
 
-/// "pid-<pid>-<random>": the pid lets a restarted process tell at once that the previous owner
-/// is gone; the random part tells two incarnations with the same pid apart.
+/// "pid-<pid>-<start>-<random>": the pid and its start time let any process on this machine
+/// tell whether the owner still runs (a pid can be given out again); the random part tells
+/// two workers of one process apart.
 fn new_owner_id() -> String {
     let nonce: u32 = rand::rng().random();
-    format!("pid-{}-{nonce:08x}", std::process::id())
+    let pid = std::process::id();
+    let start = process_start(pid).unwrap_or(0);
+    format!("pid-{pid}-{start}-{nonce:08x}")
 }
 
-/// Whether the process behind a lease owner id still exists.
-pub fn owner_alive(owner: &str, me: &str) -> bool {
+/// Whether the process behind a lease owner id still runs: ours, another worker of this
+/// process, or a process of this machine that started when the id says. An id of another
+/// form is not ours to judge.
+pub fn liveness(owner: &str, me: &str) -> Liveness {
     if owner == me {
-        return true;
+        return Liveness::Alive;
     }
-    let Some(pid) = owner
-        .strip_prefix("pid-")
-        .and_then(|rest| rest.split('-').next())
+    let mut parts = owner.strip_prefix("pid-").map(|rest| rest.split('-'));
+    let Some(pid) = parts
+        .as_mut()
+        .and_then(|p| p.next())
         .and_then(|p| p.parse::<u32>().ok())
     else {
-        // Not ours to judge: leave it to lease expiry.
-        return true;
+        return Liveness::Unknown;
+    };
+    let rest: Vec<&str> = parts.map(|p| p.collect()).unwrap_or_default();
+    // "pid-<pid>-<start>-<nonce>"; earlier versions wrote "pid-<pid>-<nonce>".
+    let started: Option<u64> = match rest.as_slice() {
+        [start, _nonce] => start.parse().ok(),
+        _ => None,
     };
     if pid == std::process::id() {
         // Our own process: another worker in it is alive exactly while it is registered; any
         // other owner with our pid was an earlier process that happened to get the same id.
-        return live_owners()
-            .lock()
-            .map(|set| set.contains(owner))
-            .unwrap_or(true);
+        return match live_owners().lock() {
+            Ok(set) if set.contains(owner) => Liveness::Alive,
+            Ok(_) => Liveness::Gone,
+            Err(_) => Liveness::Unknown,
+        };
     }
-    if cfg!(target_os = "linux") {
-        Path::new("/proc").join(pid.to_string()).exists()
-    } else {
-        true
+    if !cfg!(target_os = "linux") {
+        return Liveness::Unknown;
     }
+    match (process_start(pid), started) {
+        (None, _) => Liveness::Gone,
+        // The pid was given to another process since.
+        (Some(now), Some(then)) if now != then => Liveness::Gone,
+        _ => Liveness::Alive,
+    }
+}
+
+/// When a process started, in clock ticks after boot (`/proc/<pid>/stat`, field 22), or
+/// `None` if there is no such process.
+fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: count from its end.
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(19)?.parse().ok()
 }

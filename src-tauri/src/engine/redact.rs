@@ -1,0 +1,57 @@
+//! User names and passwords kept out of what leaves the queue: log lines and stored error
+//! messages. The queue keeps the whole URL, which it needs to fetch; nothing else does.
+
+use std::borrow::Cow;
+
+/// A URL without its user name and password.
+pub fn url(url: &str) -> Cow<'_, str> {
+    super::intake::without_credentials(url)
+}
+
+/// Any text (an error message from the HTTP stack, a redirect target) with the credentials
+/// of every URL in it removed: `scheme://user:pass@host` becomes `scheme://host`.
+pub fn text(text: &str) -> Cow<'_, str> {
+    if !text.contains("://") || !text.contains('@') {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (head, tail) = rest.split_at(at + 3);
+        out.push_str(head);
+        // The authority ends where the path, query or fragment begins, or where the URL does.
+        let end = tail
+            .find(|c: char| matches!(c, '/' | '?' | '#' | ')' | '>' | '"' | '\'') || c.is_whitespace())
+            .unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority.rfind('@') {
+            Some(i) => out.push_str(&authority[i + 1..]),
+            None => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_leave_every_url_in_a_message() {
+        assert_eq!(
+            text("error sending request for url (http://reader:s3cret@127.0.0.1:8080/a?b=c): connection refused"),
+            "error sending request for url (http://127.0.0.1:8080/a?b=c): connection refused"
+        );
+        assert_eq!(
+            text("redirect https://tok@git.example/x -> http://u:p@[::1]:9/y"),
+            "redirect https://git.example/x -> http://[::1]:9/y"
+        );
+        assert_eq!(
+            text("mail me at a@b.example, see https://x.example/@user"),
+            "mail me at a@b.example, see https://x.example/@user"
+        );
+        assert!(matches!(text("no urls here"), Cow::Borrowed(_)));
+    }
+}

@@ -1,0 +1,238 @@
+//! Waits keep their intended length when somebody sets the wall clock (NTP, a dual-boot RTC,
+//! a dead CMOS battery). Every time the queue stores is wall time, so a clock set back an
+//! hour would hold a `Retry-After: 2` pause for an hour and two seconds, and one set forward
+//! would end pauses early and age rate-limited jobs to death. The clock's offset (wall time at
+//! boot, [`Reading::offset`]) moves by exactly the size of such a jump and not at all while
+//! the laptop sleeps; the first process to see it move shifts the queue's waits by as much,
+//! in one transaction, and records the new offset so no other process shifts them again.
+
+use rusqlite::{OptionalExtension, Transaction, params};
+
+use super::{Result, Store};
+use crate::engine::clock::{Millis, Reading};
+
+/// A change of offset below this is drift that NTP slews away, not a jump.
+pub const JUMP_THRESHOLD_MS: Millis = 2_000;
+
+const ANCHOR_KEY: &str = "clock_anchor";
+
+/// The offset last recorded, with the boot it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(super) struct Anchor {
+    boot_id: String,
+    offset: Millis,
+}
+
+impl Anchor {
+    fn of(reading: &Reading) -> Self {
+        Self {
+            boot_id: reading.boot_id.clone(),
+            offset: reading.offset(),
+        }
+    }
+
+    /// The jump from this anchor to `reading`, if it is one.
+    fn jump_to(&self, reading: &Reading) -> Option<Millis> {
+        let d = reading.offset() - self.offset;
+        (self.boot_id == reading.boot_id && d.abs() >= JUMP_THRESHOLD_MS).then_some(d)
+    }
+}
+
+impl Store {
+    /// Notice a jump of the wall clock since the offset recorded last (by any process), and
+    /// move every wait in the queue by the same amount: due times, host pauses, leases and
+    /// the start of rate-limit budgets. Returns the jump, if there was one. Costs no database
+    /// access while the offset this store saw last still holds.
+    pub fn reconcile_clock(&self, reading: &Reading) -> Result<Option<Millis>> {
+        let known = self
+            .clock_anchor
+            .lock()
+            .map_err(|_| super::StoreError::Poisoned)?
+            .clone();
+        if known
+            .as_ref()
+            .is_some_and(|a| a.boot_id == reading.boot_id && a.jump_to(reading).is_none())
+        {
+            return Ok(None);
+        }
+        let (anchor, jump) = self.write(|tx| {
+            let stored: Option<Anchor> = tx
+                .query_row(
+                    "SELECT value FROM settings WHERE key = ?1",
+                    [ANCHOR_KEY],
+                    |r| r.get::<_, String>(0),
+                )
+                .optional()?
+                .and_then(|v| serde_json::from_str(&v).ok());
+            match stored {
+                // The same boot and no jump (or another process has shifted already).
+                Some(a) if a.boot_id == reading.boot_id && a.jump_to(reading).is_none() => {
+                    Ok((a, None))
+                }
+                Some(a) if a.boot_id == reading.boot_id => {
+                    let jump = a.jump_to(reading);
+                    if let Some(d) = jump {
+                        shift_waits(tx, d)?;
+                    }
+                    let now = Anchor::of(reading);
+                    store_anchor(tx, &now)?;
+                    Ok((now, jump))
+                }
+                // A new boot (or the first reading ever): nothing to compare with.
+                _ => {
+                    let now = Anchor::of(reading);
+                    store_anchor(tx, &now)?;
+                    Ok((now, None))
+                }
+            }
+        })?;
+        if let Some(d) = jump {
+            tracing::warn!(
+                "The system clock was set {} by {}; the queue's waits and host pauses keep their length.",
+                if d < 0 { "back" } else { "forward" },
+                crate::engine::policy::human_duration(std::time::Duration::from_millis(
+                    d.unsigned_abs()
+                ))
+            );
+        }
+        *self
+            .clock_anchor
+            .lock()
+            .map_err(|_| super::StoreError::Poisoned)? = Some(anchor);
+        Ok(jump)
+    }
+}
+
+fn store_anchor(tx: &Transaction<'_>, anchor: &Anchor) -> Result<()> {
+    tx.execute(
+        "INSERT INTO settings (key, value) VALUES (?1, ?2) \
+         ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        params![ANCHOR_KEY, serde_json::to_string(anchor)?],
+    )?;
+    Ok(())
+}
+
+/// Move every time that measures a wait by `d`. Finished jobs keep their history as it was.
+/// The lane trigger (migration 0012) moves the lanes' cursors back with the jobs it sees.
+fn shift_waits(tx: &Transaction<'_>, d: Millis) -> Result<()> {
+    tx.execute(
+        "UPDATE jobs SET run_at = run_at + ?1, budget_started_at = budget_started_at + ?1 \
+         WHERE status = 'pending'",
+        [d],
+    )?;
+    tx.execute(
+        "UPDATE jobs SET lease_until = lease_until + ?1, budget_started_at = budget_started_at + ?1, \
+             attempt_started_at = attempt_started_at + ?1 \
+         WHERE status = 'running'",
+        [d],
+    )?;
+    tx.execute(
+        "UPDATE hosts SET paused_until = paused_until + ?1 WHERE paused_until IS NOT NULL",
+        [d],
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::engine::clock::{Clock as _, ManualClock};
+    use crate::engine::policy::{Failure, FailureKind, Policy};
+    use crate::engine::store::tests::job;
+    use crate::engine::store::{ClaimRequest, Finish, Status, Store};
+
+    fn claim_one(s: &Store, now: i64) -> Vec<crate::engine::store::Claimed> {
+        let request = ClaimRequest {
+            owner: "pid-1-test",
+            lease: Duration::from_secs(120),
+            per_host: 2,
+            max: 1,
+        };
+        s.step(&mut Vec::new(), &Policy::default(), now, Some(&request))
+            .expect("step")
+            .claimed
+    }
+
+    /// A host rate-limited with Retry-After: 2, then the clock set back an hour.
+    #[test]
+    fn a_clock_set_back_keeps_a_pause_and_a_due_time_to_their_length() {
+        let clock = ManualClock::new(1_800_000_000_000);
+        let s = Store::open_in_memory().expect("open");
+        s.reconcile_clock(&clock.reading()).expect("first reading");
+        s.enqueue(None, &[job("https://slow.example/a")], 5, clock.now_ms())
+            .expect("enqueue");
+        let claimed = claim_one(&s, clock.now_ms());
+        let mut failure = Failure::new(FailureKind::RateLimited, "429 Too Many Requests");
+        failure.http_status = Some(429);
+        failure.retry_after = Some(Duration::from_secs(2));
+        let policy = Policy {
+            base_delay: Duration::from_secs(1),
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let mut finished = vec![(
+            claimed[0].clone(),
+            Finish::Failure { failure, unit: 0.0 },
+        )];
+        s.step(&mut finished, &policy, clock.now_ms(), None)
+            .expect("fail");
+        let due = s.job(claimed[0].job_id).expect("job").expect("row").run_at;
+        assert_eq!(due, clock.now_ms() + 2_000);
+
+        clock.jump_wall(-3_600_000);
+        assert_eq!(
+            s.reconcile_clock(&clock.reading()).expect("reconcile"),
+            Some(-3_600_000)
+        );
+        let now = clock.now_ms();
+        let job = s.job(claimed[0].job_id).expect("job").expect("row");
+        assert_eq!(job.run_at, now + 2_000, "the wait is still two seconds");
+        let paused = s.next_wakeup(now).expect("wakeup");
+        assert_eq!(paused, Some(now + 2_000), "and so is the host's pause");
+        assert!(claim_one(&s, now + 1_000).is_empty(), "not before the wait");
+        clock.advance(Duration::from_secs(2));
+        let again = claim_one(&s, clock.now_ms());
+        assert_eq!(again.len(), 1, "due two seconds after the jump, not an hour");
+        assert_eq!(again[0].job_id, job.id);
+    }
+
+    #[test]
+    fn a_jump_is_applied_once_however_many_stores_see_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("gleaner.db");
+        let clock = ManualClock::new(1_800_000_000_000);
+        let a = Store::open(&path).expect("open a");
+        let b = Store::open(&path).expect("open b");
+        a.reconcile_clock(&clock.reading()).expect("a");
+        b.reconcile_clock(&clock.reading()).expect("b");
+        let policy = Policy::default();
+        a.enqueue(None, &[job("https://x.example/1")], 5, clock.now_ms())
+            .expect("enqueue");
+        // Due in 60 s.
+        let claimed = claim_one(&a, clock.now_ms());
+        let failure = Failure::new(FailureKind::ServerError, "503");
+        let mut finished = vec![(claimed[0].clone(), Finish::Failure { failure, unit: 0.0 })];
+        a.step(&mut finished, &policy, clock.now_ms(), None).expect("fail");
+        let before = a.job(claimed[0].job_id).expect("job").expect("row").run_at;
+        clock.jump_wall(5 * 3_600_000);
+        assert_eq!(a.reconcile_clock(&clock.reading()).expect("a"), Some(5 * 3_600_000));
+        assert_eq!(b.reconcile_clock(&clock.reading()).expect("b"), None, "already shifted");
+        let after = b.job(claimed[0].job_id).expect("job").expect("row");
+        assert_eq!(after.run_at, before + 5 * 3_600_000);
+        assert_eq!(after.status, Status::Pending);
+    }
+
+    #[test]
+    fn time_passing_and_a_new_boot_shift_nothing() {
+        let clock = ManualClock::new(1_800_000_000_000);
+        let s = Store::open_in_memory().expect("open");
+        s.reconcile_clock(&clock.reading()).expect("first");
+        clock.advance(Duration::from_secs(7 * 3600));
+        assert_eq!(s.reconcile_clock(&clock.reading()).expect("later"), None);
+        let mut other_boot = clock.reading();
+        other_boot.boot_id = "another-boot".into();
+        other_boot.boot = 5;
+        assert_eq!(s.reconcile_clock(&other_boot).expect("new boot"), None);
+    }
+}

@@ -1,0 +1,203 @@
+//! A full disk is nobody's fault on the web: no retry is spent, no job dies, the queue waits
+//! for space and goes on by itself. On a real small tmpfs (the tests run as root, as CI does).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gleaner::engine::clock::ManualClock;
+use gleaner::engine::intake;
+use gleaner::engine::library::Library;
+use gleaner::engine::policy::Policy;
+use gleaner::engine::store::{Enqueued, StallKind, Status, Store};
+use gleaner::engine::worker::{RunMode, Worker};
+use gleaner_tests::server::FaultServer;
+use gleaner_tests::{Sandbox, Tmpfs, stderr};
+
+const T0: i64 = 1_800_000_000_000;
+
+fn enqueue_all(store: &Store, urls: &[String]) -> Vec<i64> {
+    let jobs: Vec<_> = intake::scan_args(urls)
+        .iter()
+        .filter_map(|f| f.as_new_job())
+        .collect();
+    store
+        .enqueue(None, &jobs, 5, T0)
+        .expect("enqueue")
+        .into_iter()
+        .map(|e| match e {
+            Enqueued::Queued { id, .. } => id,
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_library_disk_stalls_the_queue_without_spending_a_retry_and_it_resumes_by_itself()
+{
+    let server = FaultServer::start();
+    let disk = Tmpfs::mount("1m");
+    let filler = disk.fill();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Arc::new(Store::open(&dir.path().join("gleaner.db")).expect("store"));
+    let urls: Vec<String> = (0..12)
+        .map(|n| server.url(&format!("/article?kb=20&n={n}")))
+        .collect();
+    let ids = enqueue_all(&store, &urls);
+    let clock = ManualClock::new(T0);
+    let worker = Worker::new(
+        store.clone(),
+        clock.clone(),
+        Library::new(disk.path().join("library")),
+        Policy::default(),
+    )
+    .expect("worker");
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let w = worker.clone();
+    let run = tokio::spawn(async move { w.run(RunMode::Forever, stop_rx).await });
+
+    wait_for("the stall", || {
+        worker.stalled().is_some_and(|s| s.kind == StallKind::DiskFull)
+    })
+    .await;
+    let stall = worker.stalled().expect("stalled");
+    assert!(stall.reason.contains("is full"), "{}", stall.reason);
+    assert!(
+        stall.reason.contains(&disk.path().display().to_string()),
+        "says which disk: {}",
+        stall.reason
+    );
+    // The jobs it held are back in the queue at once, with their budgets whole.
+    wait_for("the held jobs back", || {
+        store.stats(T0).expect("stats").running == 0
+    })
+    .await;
+    let stats = store.stats(T0).expect("stats");
+    assert_eq!((stats.dead, stats.done), (0, 0));
+    assert_eq!(
+        stats.stalled.map(|s| s.kind),
+        Some(StallKind::DiskFull),
+        "recorded for `stats` and other windows"
+    );
+    let mut locals = 0;
+    for &id in &ids {
+        let job = store.job(id).expect("job").expect("row");
+        assert_eq!(job.retries_used, 0, "job {id} spent a retry: {:?}", job.error);
+        locals += store
+            .attempts(id)
+            .expect("history")
+            .iter()
+            .filter(|a| a.outcome.as_deref() == Some("local"))
+            .count();
+    }
+    assert!(locals >= 1, "the attempt is recorded as this machine's");
+    let hits_while_full = server.hits_prefix("/article");
+    // It probes, cheaply, and does not fetch while the disk is full.
+    for _ in 0..3 {
+        clock.advance(Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(server.hits_prefix("/article"), hits_while_full);
+
+    // Space comes back: the queue goes on with no restart.
+    std::fs::remove_file(&filler).expect("free the disk");
+    let freed = Instant::now();
+    wait_for("every job done", || {
+        clock.advance(Duration::from_secs(1));
+        store.stats(T0).expect("stats").done == ids.len() as u64
+    })
+    .await;
+    eprintln!("resumed and drained in {:?} after the space came back", freed.elapsed());
+    for &id in &ids {
+        let job = store.job(id).expect("job").expect("row");
+        assert_eq!((job.status, job.retries_used), (Status::Done, 0));
+    }
+    assert!(worker.stalled().is_none());
+    assert!(store.stalled().expect("stalled").is_none(), "cleared");
+    stop.send(true).expect("stop");
+    run.await.expect("join").expect("run");
+}
+
+/// `gleaner run --until-idle` on a data folder whose disk fills up mid-run and stays full:
+/// it exits non-zero within a minute saying what is full and that nothing was lost; with
+/// space back, the next run finishes every job, none dead and no retry spent.
+#[test]
+fn run_until_idle_on_a_disk_that_stays_full_says_so_and_loses_nothing() {
+    let server = FaultServer::start();
+    let disk = Tmpfs::mount("4m");
+    let sandbox = Sandbox::new();
+    let data = disk.path().join("data");
+    let urls: Vec<String> = (0..60)
+        .map(|n| server.url(&format!("/article?kb=64&n={n}")))
+        .collect();
+    let mut add = sandbox.cmd();
+    add.env("GLEANER_DATA_DIR", &data).arg("add").args(&urls);
+    let added = add.output().expect("add");
+    assert!(added.status.success(), "{}", stderr(&added));
+
+    let mut run = sandbox.cmd();
+    run.env("GLEANER_DATA_DIR", &data)
+        .args(["--concurrency", "2", "run", "--until-idle"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let started = Instant::now();
+    let child = run.spawn().expect("run");
+    // Let it save a few, then fill the disk under it.
+    let db = rusqlite::Connection::open(data.join("gleaner.db")).expect("db");
+    db.busy_timeout(Duration::from_secs(10)).expect("timeout");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let done: i64 = db
+            .query_row("SELECT count(*) FROM jobs WHERE status = 'done'", [], |r| r.get(0))
+            .expect("count");
+        if done >= 3 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "nothing was saved");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let filler = disk.fill();
+    let out = child.wait_with_output().expect("wait");
+    let took = started.elapsed();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    assert!(err.contains("is full"), "says what is full: {err}");
+    assert!(err.contains(&disk.path().display().to_string()), "{err}");
+    assert!(err.contains("Nothing was lost"), "{err}");
+    assert!(err.contains("Free some space"), "says what to do: {err}");
+
+    let (dead, spent, running): (i64, i64, i64) = db
+        .query_row(
+            "SELECT sum(status = 'dead'), sum(net_failures + server_failures), \
+                 sum(status = 'running') FROM jobs",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .expect("counts");
+    assert_eq!((dead, spent, running), (0, 0, 0), "dead, retries spent, still held");
+
+    std::fs::remove_file(filler).expect("free");
+    disk.resize("64m");
+    let mut again = sandbox.cmd();
+    again
+        .env("GLEANER_DATA_DIR", &data)
+        .args(["run", "--until-idle"]);
+    let out = again.output().expect("run again");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (done, dead, spent): (i64, i64, i64) = db
+        .query_row(
+            "SELECT sum(status = 'done'), sum(status = 'dead'), sum(net_failures + server_failures) FROM jobs",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .expect("counts");
+    assert_eq!((done, dead, spent), (60, 0, 0));
+}
