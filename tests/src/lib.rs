@@ -193,35 +193,58 @@ pub fn ran_in_network_namespace(name: &str) -> bool {
 /// A real, small tmpfs (the disk-full tests need a disk that really fills up). Mounting needs
 /// root, which CI has; it is unmounted when dropped.
 pub struct Tmpfs {
-    dir: tempfile::TempDir,
+    dir: Mounted,
+}
+
+enum Mounted {
+    Own(tempfile::TempDir),
+    At(PathBuf),
+}
+
+fn mount_tmpfs(dir: &Path, size: &str) {
+    let out = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0755"), "tmpfs"])
+        .arg(dir)
+        .output()
+        .expect("run mount");
+    assert!(
+        out.status.success(),
+        "cannot mount a tmpfs (the disk-full tests run as root, as CI does): {}",
+        stderr(&out)
+    );
 }
 
 impl Tmpfs {
     /// Mount a tmpfs of `size` (as `mount -o size=` takes it: `2m`, `512k`).
     pub fn mount(size: &str) -> Self {
         let dir = tempfile::tempdir().expect("mount point");
-        let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0755"), "tmpfs"])
-            .arg(dir.path())
-            .output()
-            .expect("run mount");
-        assert!(
-            out.status.success(),
-            "cannot mount a tmpfs (the disk-full tests run as root, as CI does): {}",
-            stderr(&out)
-        );
-        Self { dir }
+        mount_tmpfs(dir.path(), size);
+        Self {
+            dir: Mounted::Own(dir),
+        }
+    }
+
+    /// Mount a tmpfs of `size` at `path` (created if missing), e.g. a data folder's library.
+    pub fn mount_at(path: &Path, size: &str) -> Self {
+        std::fs::create_dir_all(path).expect("mount point");
+        mount_tmpfs(path, size);
+        Self {
+            dir: Mounted::At(path.to_path_buf()),
+        }
     }
 
     pub fn path(&self) -> &Path {
-        self.dir.path()
+        match &self.dir {
+            Mounted::Own(d) => d.path(),
+            Mounted::At(p) => p,
+        }
     }
 
     /// Make it bigger (or smaller) in place, as freeing space would.
     pub fn resize(&self, size: &str) {
         let out = Command::new("mount")
             .args(["-o", &format!("remount,size={size}")])
-            .arg(self.dir.path())
+            .arg(self.path())
             .output()
             .expect("run mount");
         assert!(out.status.success(), "cannot remount: {}", stderr(&out));
@@ -230,7 +253,7 @@ impl Tmpfs {
     /// Fill what is left with a file named `filler`, until the disk says it is full.
     pub fn fill(&self) -> PathBuf {
         use std::io::Write as _;
-        let path = self.dir.path().join("filler");
+        let path = self.path().join("filler");
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -252,6 +275,6 @@ impl Tmpfs {
 impl Drop for Tmpfs {
     fn drop(&mut self) {
         // Lazy, so that a process the test left behind cannot keep the mount alive.
-        let _ = Command::new("umount").arg("-l").arg(self.dir.path()).status();
+        let _ = Command::new("umount").arg("-l").arg(self.path()).status();
     }
 }
