@@ -15,8 +15,7 @@ use crate::engine::intake::{self, Found, printable};
 use crate::engine::library::Library;
 use crate::engine::policy::{self, Policy};
 use crate::engine::store::{
-    ActionResult, Enqueued, Job, JobFilter, StallKind, StallState, Status, Store, db_path,
-    rfc3339,
+    ActionResult, Enqueued, Job, JobFilter, StallKind, StallState, Status, Store, db_path, rfc3339,
 };
 use crate::engine::worker::{RunMode, Worker, WorkerError};
 
@@ -693,15 +692,10 @@ fn stalled_message(stall: &StallState, waiting: Option<u64>) -> String {
     let what_to_do = match stall.kind {
         StallKind::DiskFull => "Free some space on that disk, then run `gleaner run` again",
         StallKind::Library => "Make the library folder writable, then run `gleaner run` again",
-        StallKind::Database => {
-            "Check the disk and the database file, then run `gleaner run` again"
-        }
+        StallKind::Database => "Check the disk and the database file, then run `gleaner run` again",
     };
     let kept = match waiting {
-        Some(n) => format!(
-            "{n} job{} wait in the queue",
-            if n == 1 { "" } else { "s" }
-        ),
+        Some(n) => format!("{n} job{} wait in the queue", if n == 1 { "" } else { "s" }),
         None => "every job waits in the queue".to_string(),
     };
     format!(

@@ -139,7 +139,7 @@ fn queue_round(n: usize) -> f64 {
             max: 32,
         };
         let step = store
-            .step(std::mem::take(&mut finished), &policy, 2, Some(&request))
+            .step(&mut finished, &policy, 2, Some(&request))
             .expect("step");
         done += step.settled.len();
         if step.claimed.is_empty() {

@@ -130,7 +130,7 @@ fn drain_on(
                         max: want,
                     };
                     let step = store
-                        .step(std::mem::take(&mut finished), &policy, now, Some(&request))
+                        .step(&mut finished, &policy, now, Some(&request))
                         .expect("step");
                     done += step.settled.len();
                     if step.claimed.is_empty() {
@@ -251,7 +251,7 @@ fn wal_frames(dir: &std::path::Path, queue: &str, inflight: usize, jobs: usize, 
             max: inflight.min(jobs - claimed),
         };
         let step = store
-            .step(std::mem::take(&mut finished), &policy, now, Some(&request))
+            .step(&mut finished, &policy, now, Some(&request))
             .expect("step");
         done += step.settled.len();
         claimed += step.claimed.len();

@@ -77,7 +77,9 @@ fn round(
         .stderr(Stdio::null())
         .spawn()
         .expect("run");
-    wait("a few saved", Duration::from_secs(30), || counts(&db).1 >= 3);
+    wait("a few saved", Duration::from_secs(30), || {
+        counts(&db).1 >= 3
+    });
     break_it();
     // A database on the full disk may not take the stall's row: then give it a few seconds.
     let broke = Instant::now();
@@ -178,19 +180,17 @@ fn main() {
         let data = sandbox.path().to_path_buf();
         let disk = Tmpfs::mount_at(&data.join("library"), "64m");
         let lib = disk.path().to_path_buf();
-        let r = round(
-            &server,
-            &sandbox,
-            &data,
-            &|| remount(&lib, "ro"),
-            &|| remount(&lib, "rw"),
-        );
+        let r = round(&server, &sandbox, &data, &|| remount(&lib, "ro"), &|| {
+            remount(&lib, "rw")
+        });
         results.push(r);
     }
     table.push(("library read-only (EROFS), made writable", results));
 
     println!();
-    println!("| fault | rounds | jobs lost | wrongly dead | retries wrongly spent | fault cleared → work resumed (median, min–max) |");
+    println!(
+        "| fault | rounds | jobs lost | wrongly dead | retries wrongly spent | fault cleared → work resumed (median, min–max) |"
+    );
     println!("|---|---|---|---|---|---|");
     for (name, rs) in &table {
         for r in rs {

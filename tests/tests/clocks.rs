@@ -20,7 +20,11 @@ fn enqueue(store: &Store, url: &str, now: i64) -> i64 {
         .iter()
         .filter_map(|f| f.as_new_job())
         .collect();
-    match store.enqueue(None, &jobs, 5, now).expect("enqueue").as_slice() {
+    match store
+        .enqueue(None, &jobs, 5, now)
+        .expect("enqueue")
+        .as_slice()
+    {
         [Enqueued::Queued { id, .. }] => *id,
         other => panic!("{other:?}"),
     }
@@ -126,10 +130,16 @@ async fn a_fetch_in_flight_when_the_clock_jumps_forward_is_not_taken_from_its_li
     let server = FaultServer::start();
     server.script(
         "/ok/held",
-        vec![Behavior::Delay(Duration::from_millis(800), Box::new(Behavior::Ok))],
+        vec![Behavior::Delay(
+            Duration::from_millis(800),
+            Box::new(Behavior::Ok),
+        )],
     );
     let (w, ids) = start(Policy::default(), &[server.url("/ok/held")]);
-    wait_for("the fetch in flight", || w.status(ids[0]) == Status::Running).await;
+    wait_for("the fetch in flight", || {
+        w.status(ids[0]) == Status::Running
+    })
+    .await;
     // The lid opens two hours later: every lease has expired by the wall clock. Another
     // process on this machine (here: its own store) looks for jobs to recover.
     w.clock.jump_wall(2 * HOUR);
@@ -139,7 +149,10 @@ async fn a_fetch_in_flight_when_the_clock_jumps_forward_is_not_taken_from_its_li
             liveness(o, "pid-1-other")
         })
         .expect("recover");
-    assert!(recovered.is_empty(), "a live worker's job was taken: {recovered:?}");
+    assert!(
+        recovered.is_empty(),
+        "a live worker's job was taken: {recovered:?}"
+    );
     wait_for("the fetch to finish", || w.status(ids[0]) == Status::Done).await;
     let history = w.store.attempts(ids[0]).expect("history");
     assert_eq!(history.len(), 1, "fetched once, not twice: {history:?}");
@@ -172,7 +185,12 @@ async fn a_clock_set_forward_does_not_age_a_rate_limited_job_to_death() {
     })
     .await;
     let job = w.store.job(ids[0]).expect("job").expect("row");
-    assert_eq!(job.status, Status::Pending, "it died of age: {:?}", job.error);
+    assert_eq!(
+        job.status,
+        Status::Pending,
+        "it died of age: {:?}",
+        job.error
+    );
     w.clock.advance(Duration::from_secs(61));
     wait_for("the third try", || w.status(ids[0]) == Status::Done).await;
     assert!(w.worker.stalled().is_none());

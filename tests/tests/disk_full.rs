@@ -40,8 +40,7 @@ async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_full_library_disk_stalls_the_queue_without_spending_a_retry_and_it_resumes_by_itself()
-{
+async fn a_full_library_disk_stalls_the_queue_without_spending_a_retry_and_it_resumes_by_itself() {
     let server = FaultServer::start();
     let disk = Tmpfs::mount("1m");
     let filler = disk.fill();
@@ -64,7 +63,9 @@ async fn a_full_library_disk_stalls_the_queue_without_spending_a_retry_and_it_re
     let run = tokio::spawn(async move { w.run(RunMode::Forever, stop_rx).await });
 
     wait_for("the stall", || {
-        worker.stalled().is_some_and(|s| s.kind == StallKind::DiskFull)
+        worker
+            .stalled()
+            .is_some_and(|s| s.kind == StallKind::DiskFull)
     })
     .await;
     let stall = worker.stalled().expect("stalled");
@@ -89,7 +90,11 @@ async fn a_full_library_disk_stalls_the_queue_without_spending_a_retry_and_it_re
     let mut locals = 0;
     for &id in &ids {
         let job = store.job(id).expect("job").expect("row");
-        assert_eq!(job.retries_used, 0, "job {id} spent a retry: {:?}", job.error);
+        assert_eq!(
+            job.retries_used, 0,
+            "job {id} spent a retry: {:?}",
+            job.error
+        );
         locals += store
             .attempts(id)
             .expect("history")
@@ -114,7 +119,10 @@ async fn a_full_library_disk_stalls_the_queue_without_spending_a_retry_and_it_re
         store.stats(T0).expect("stats").done == ids.len() as u64
     })
     .await;
-    eprintln!("resumed and drained in {:?} after the space came back", freed.elapsed());
+    eprintln!(
+        "resumed and drained in {:?} after the space came back",
+        freed.elapsed()
+    );
     for &id in &ids {
         let job = store.job(id).expect("job").expect("row");
         assert_eq!((job.status, job.retries_used), (Status::Done, 0));
@@ -155,7 +163,9 @@ fn run_until_idle_on_a_disk_that_stays_full_says_so_and_loses_nothing() {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let done: i64 = db
-            .query_row("SELECT count(*) FROM jobs WHERE status = 'done'", [], |r| r.get(0))
+            .query_row("SELECT count(*) FROM jobs WHERE status = 'done'", [], |r| {
+                r.get(0)
+            })
             .expect("count");
         if done >= 3 {
             break;
@@ -182,7 +192,11 @@ fn run_until_idle_on_a_disk_that_stays_full_says_so_and_loses_nothing() {
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .expect("counts");
-    assert_eq!((dead, spent, running), (0, 0, 0), "dead, retries spent, still held");
+    assert_eq!(
+        (dead, spent, running),
+        (0, 0, 0),
+        "dead, retries spent, still held"
+    );
 
     std::fs::remove_file(filler).expect("free");
     disk.resize("64m");

@@ -16,7 +16,9 @@ fn credentials_in_urls_stay_out_of_logs_and_stored_errors() {
     );
     drop(closed);
     let with_password = |path: &str| server.url(path).replace("http://", "http://reader:s3cret@");
-    let token_as_user = server.url("/drop-mid-body").replace("http://", "http://ghp_T0KEN@");
+    let token_as_user = server
+        .url("/drop-mid-body")
+        .replace("http://", "http://ghp_T0KEN@");
     // A redirect whose target carries credentials of its own (spelt out in the query, so the
     // request line itself holds no secret): the error quotes the target.
     let redirect = server.url(
@@ -66,7 +68,9 @@ fn credentials_in_urls_stay_out_of_logs_and_stored_errors() {
         stored.extend(rows.map(|r| r.expect("row")));
     }
     assert!(
-        stored.iter().any(|e| e.contains("ftp://files.example/paper.pdf")),
+        stored
+            .iter()
+            .any(|e| e.contains("ftp://files.example/paper.pdf")),
         "an error quotes the redirect's target: {stored:?}"
     );
     for e in &stored {

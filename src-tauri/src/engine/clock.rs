@@ -201,7 +201,11 @@ mod tests {
         let clock = ManualClock::new(1_000_000);
         let before = clock.reading().offset();
         clock.advance(Duration::from_secs(3600));
-        assert_eq!(clock.reading().offset(), before, "time passing is not a jump");
+        assert_eq!(
+            clock.reading().offset(),
+            before,
+            "time passing is not a jump"
+        );
         clock.jump_wall(-3_600_000);
         assert_eq!(clock.reading().offset(), before - 3_600_000);
     }

@@ -385,7 +385,10 @@ mod tests {
             let path = host.join(name);
             std::fs::write(&path, b"x").expect("write");
             if aged {
-                let f = std::fs::File::options().write(true).open(&path).expect("open");
+                let f = std::fs::File::options()
+                    .write(true)
+                    .open(&path)
+                    .expect("open");
                 f.set_modified(old).expect("mtime");
             }
         };

@@ -21,7 +21,9 @@ pub fn text(text: &str) -> Cow<'_, str> {
         out.push_str(head);
         // The authority ends where the path, query or fragment begins, or where the URL does.
         let end = tail
-            .find(|c: char| matches!(c, '/' | '?' | '#' | ')' | '>' | '"' | '\'') || c.is_whitespace())
+            .find(|c: char| {
+                matches!(c, '/' | '?' | '#' | ')' | '>' | '"' | '\'') || c.is_whitespace()
+            })
             .unwrap_or(tail.len());
         let authority = &tail[..end];
         match authority.rfind('@') {
@@ -41,7 +43,9 @@ mod tests {
     #[test]
     fn credentials_leave_every_url_in_a_message() {
         assert_eq!(
-            text("error sending request for url (http://reader:s3cret@127.0.0.1:8080/a?b=c): connection refused"),
+            text(
+                "error sending request for url (http://reader:s3cret@127.0.0.1:8080/a?b=c): connection refused"
+            ),
             "error sending request for url (http://127.0.0.1:8080/a?b=c): connection refused"
         );
         assert_eq!(

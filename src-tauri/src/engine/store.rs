@@ -2405,7 +2405,10 @@ fn fail_in(
             "SELECT {JOB_COLUMNS} FROM jobs j LEFT JOIN batches b ON b.id = j.batch_id \
              WHERE j.id = ?1 AND j.status = 'running' AND j.lease_owner = ?2 AND j.attempts = ?3"
         ))?
-        .query_row(params![claimed.job_id, claimed.owner, claimed.attempt], job_from_row)
+        .query_row(
+            params![claimed.job_id, claimed.owner, claimed.attempt],
+            job_from_row,
+        )
         .optional()?;
     let Some(job) = job else {
         let error = format!(
@@ -3066,7 +3069,8 @@ mod tests {
         let s = Store::open_in_memory().expect("store");
         let batch = s.create_batch("paste", "paste", 0).expect("batch");
         // A worker going idle between the batch's creation and its enqueue closes it as empty.
-        s.recover(&Policy::default(), 1, |_| Liveness::Unknown).expect("recover");
+        s.recover(&Policy::default(), 1, |_| Liveness::Unknown)
+            .expect("recover");
         s.enqueue(Some(batch), &[job("http://a.example/1")], 5, 2)
             .expect("enqueue");
         let claimed = s
@@ -3577,7 +3581,9 @@ mod tests {
                 },
             ),
         ];
-        let second = s.step(&mut finished, &policy, 12, Some(&request)).expect("step");
+        let second = s
+            .step(&mut finished, &policy, 12, Some(&request))
+            .expect("step");
         let results: Vec<(i64, &str)> = second
             .settled
             .iter()

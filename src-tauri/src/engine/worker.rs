@@ -21,8 +21,8 @@ use super::fetch::{Fetcher, Limits};
 use super::library::{Library, LibraryError, Provenance, SaveOptions};
 use super::policy::{self, Decision, Failure, FailureKind, Policy};
 use super::store::{
-    ClaimRequest, Claimed, Failed, Finish, Liveness, OfflineState, Settled, StallKind,
-    StallState, Status, Store, StoreError, Success,
+    ClaimRequest, Claimed, Failed, Finish, Liveness, OfflineState, Settled, StallKind, StallState,
+    Status, Store, StoreError, Success,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -123,11 +123,13 @@ const FOREIGN_RUNNING_RECHECK: Duration = Duration::from_millis(500);
 
 /// A stalled worker probes after 1 s, then twice as long each time, up to this: space freed
 /// is noticed within this long.
-const STALL_PROBE_MAX: Duration = Duration::from_secs(10);
+const STALL_PROBE_MAX: Duration = Duration::from_secs(5);
 /// How long `run --until-idle` waits for a stall to clear before it gives up (and says why).
 pub const STALL_PATIENCE: Duration = Duration::from_secs(45);
-/// The probe writes this much to the library folder: room for a page, not just for a byte.
-const PROBE_BYTES: usize = 1 << 20;
+/// The probe wants this much free in the library folder: room for a page, not just a byte.
+const PROBE_FREE_BYTES: u64 = 1 << 20;
+/// ...and writes this much there, to know it can (a read-only or forbidden folder has room).
+const PROBE_BYTES: usize = 4096;
 
 impl Worker {
     pub fn new(
@@ -258,9 +260,7 @@ impl Worker {
                 break;
             }
             if self.stall_state().is_some() {
-                if let Err(gave_up) = self.wait_out_stall(mode, &mut run, &mut shutdown).await {
-                    return Err(gave_up);
-                }
+                self.wait_out_stall(mode, &mut run, &mut shutdown).await?;
                 continue;
             }
             match self.turn(mode, &mut run, &mut shutdown).await {
@@ -356,7 +356,9 @@ impl Worker {
                 let me = self.clone();
                 let policy = policy.clone();
                 let job = c.clone();
-                let task = run.inflight.spawn(async move { me.process(c, policy).await });
+                let task = run
+                    .inflight
+                    .spawn(async move { me.process(c, policy).await });
                 run.tasks.insert(task.id(), job);
             }
         }
@@ -437,7 +439,10 @@ impl Worker {
                 self.clock.now_ms(),
                 stall.state.reason.clone(),
             );
-            if let Err(e) = self.db(move |s| s.put_back(&owner, None, &reason, now)).await {
+            if let Err(e) = self
+                .db(move |s| s.put_back(&owner, None, &reason, now))
+                .await
+            {
                 tracing::debug!(error = %e, "cannot put back the jobs this worker holds");
             }
             return Err(WorkerError::Stalled(stall.state));
@@ -481,7 +486,11 @@ impl Worker {
             Some(o) => usize::from(free > 0 && now >= o.next_probe_at),
             None => free,
         };
-        let free = if self.stall_state().is_some() { 0 } else { free };
+        let free = if self.stall_state().is_some() {
+            0
+        } else {
+            free
+        };
         let request = (free > 0).then(|| (lease_for(policy), policy.per_host.max(1)));
         let store = self.store.clone();
         let (finished, step) = tokio::task::spawn_blocking(move || {
@@ -624,8 +633,7 @@ impl Worker {
         let offset = reading.offset();
         let moved = match self.clock_offset.lock() {
             Ok(last) => last.as_ref().is_none_or(|(boot, o)| {
-                *boot != reading.boot_id
-                    || (offset - o).abs() >= super::store::JUMP_THRESHOLD_MS
+                *boot != reading.boot_id || (offset - o).abs() >= super::store::JUMP_THRESHOLD_MS
             }),
             Err(_) => true,
         };
@@ -1048,7 +1056,10 @@ enum Flow {
 impl Run {
     /// A finished fetch task's outcome joins the next commit; a task that panicked fails its
     /// attempt like any unknown error.
-    fn collect(&mut self, joined: Result<(tokio::task::Id, (Claimed, Finish)), tokio::task::JoinError>) {
+    fn collect(
+        &mut self,
+        joined: Result<(tokio::task::Id, (Claimed, Finish)), tokio::task::JoinError>,
+    ) {
         match joined {
             Ok((id, done)) => {
                 self.tasks.remove(&id);
@@ -1119,11 +1130,20 @@ fn database_fault(e: &WorkerError, db: Option<&Path>) -> (StallKind, String) {
         WorkerError::Store(StoreError::Sqlite(rusqlite::Error::SqliteFailure(f, _)))
             if f.code == rusqlite::ErrorCode::DiskFull
     );
-    let db = db.map_or_else(|| "the queue database".to_string(), |p| p.display().to_string());
+    let db = db.map_or_else(
+        || "the queue database".to_string(),
+        |p| p.display().to_string(),
+    );
     if full {
-        (StallKind::DiskFull, format!("the disk holding the database ({db}) is full"))
+        (
+            StallKind::DiskFull,
+            format!("the disk holding the database ({db}) is full"),
+        )
     } else {
-        (StallKind::Database, format!("the database ({db}) cannot be used: {e}"))
+        (
+            StallKind::Database,
+            format!("the database ({db}) cannot be used: {e}"),
+        )
     }
 }
 
@@ -1143,10 +1163,21 @@ fn stall_probe_wait(probes: u32) -> Duration {
     Duration::from_secs(1u64 << probes.min(8)).min(STALL_PROBE_MAX)
 }
 
-/// Write, sync and remove [`PROBE_BYTES`] in `root`; on failure, the path and the error.
+/// Check for [`PROBE_FREE_BYTES`] of room in `root`, then write, sync and remove
+/// [`PROBE_BYTES`] there: cheap enough to repeat every few seconds for hours. On failure, the
+/// path and the error.
 fn probe_write(root: &Path, file: &Path) -> Result<(), (PathBuf, std::io::Error)> {
     use std::io::Write as _;
     std::fs::create_dir_all(root).map_err(|e| (root.to_path_buf(), e))?;
+    if let Ok(fs) = rustix::fs::statvfs(root) {
+        let free = fs.f_bavail.saturating_mul(fs.f_frsize);
+        if free < PROBE_FREE_BYTES {
+            return Err((
+                file.to_path_buf(),
+                std::io::Error::from(std::io::ErrorKind::StorageFull),
+            ));
+        }
+    }
     let result = std::fs::File::create(file).and_then(|mut f| {
         f.write_all(&vec![0u8; PROBE_BYTES])?;
         f.sync_all()

@@ -171,10 +171,7 @@ mod tests {
             jitter: 0.0,
             ..Policy::default()
         };
-        let mut finished = vec![(
-            claimed[0].clone(),
-            Finish::Failure { failure, unit: 0.0 },
-        )];
+        let mut finished = vec![(claimed[0].clone(), Finish::Failure { failure, unit: 0.0 })];
         s.step(&mut finished, &policy, clock.now_ms(), None)
             .expect("fail");
         let due = s.job(claimed[0].job_id).expect("job").expect("row").run_at;
@@ -193,7 +190,11 @@ mod tests {
         assert!(claim_one(&s, now + 1_000).is_empty(), "not before the wait");
         clock.advance(Duration::from_secs(2));
         let again = claim_one(&s, clock.now_ms());
-        assert_eq!(again.len(), 1, "due two seconds after the jump, not an hour");
+        assert_eq!(
+            again.len(),
+            1,
+            "due two seconds after the jump, not an hour"
+        );
         assert_eq!(again[0].job_id, job.id);
     }
 
@@ -213,11 +214,19 @@ mod tests {
         let claimed = claim_one(&a, clock.now_ms());
         let failure = Failure::new(FailureKind::ServerError, "503");
         let mut finished = vec![(claimed[0].clone(), Finish::Failure { failure, unit: 0.0 })];
-        a.step(&mut finished, &policy, clock.now_ms(), None).expect("fail");
+        a.step(&mut finished, &policy, clock.now_ms(), None)
+            .expect("fail");
         let before = a.job(claimed[0].job_id).expect("job").expect("row").run_at;
         clock.jump_wall(5 * 3_600_000);
-        assert_eq!(a.reconcile_clock(&clock.reading()).expect("a"), Some(5 * 3_600_000));
-        assert_eq!(b.reconcile_clock(&clock.reading()).expect("b"), None, "already shifted");
+        assert_eq!(
+            a.reconcile_clock(&clock.reading()).expect("a"),
+            Some(5 * 3_600_000)
+        );
+        assert_eq!(
+            b.reconcile_clock(&clock.reading()).expect("b"),
+            None,
+            "already shifted"
+        );
         let after = b.job(claimed[0].job_id).expect("job").expect("row");
         assert_eq!(after.run_at, before + 5 * 3_600_000);
         assert_eq!(after.status, Status::Pending);
