@@ -203,7 +203,13 @@ enum Mounted {
 
 fn mount_tmpfs(dir: &Path, size: &str) {
     let out = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0755"), "tmpfs"])
+        .args([
+            "-t",
+            "tmpfs",
+            "-o",
+            &format!("size={size},mode=0755"),
+            "tmpfs",
+        ])
         .arg(dir)
         .output()
         .expect("run mount");
