@@ -130,6 +130,8 @@ pub const STALL_PATIENCE: Duration = Duration::from_secs(45);
 const PROBE_FREE_BYTES: u64 = 1 << 20;
 /// ...and writes this much there, to know it can (a read-only or forbidden folder has room).
 const PROBE_BYTES: usize = 4096;
+/// How often a stall on a full disk looks for room (a statvfs, nothing written).
+const ROOM_CHECK_MS: Millis = 1_000;
 
 impl Worker {
     pub fn new(
@@ -448,7 +450,14 @@ impl Worker {
             return Err(WorkerError::Stalled(stall.state));
         }
         let clock = self.clock.clone();
-        let at = stall.state.next_probe_at;
+        // A full disk is looked at every second, which costs one statvfs: space freed is seen
+        // at once, while the probe that writes keeps its backoff.
+        let disk_full = stall.state.kind == StallKind::DiskFull;
+        let at = if disk_full {
+            stall.state.next_probe_at.min(self.clock.now_ms() + ROOM_CHECK_MS)
+        } else {
+            stall.state.next_probe_at
+        };
         let patience_ends = stall.began_boot + STALL_PATIENCE.as_millis() as Millis;
         let boot_left = (patience_ends - self.clock.boot_ms()).max(0) as u64;
         tokio::select! {
@@ -457,16 +466,31 @@ impl Worker {
                 return Ok(());
             }
             _ = clock.sleep_until(at) => {}
-            _ = tokio::time::sleep(Duration::from_millis(boot_left)), if mode == RunMode::UntilIdle => {
+            // Patience that runs out before the next probe is looked at when it does.
+            _ = tokio::time::sleep(Duration::from_millis(boot_left)),
+                if mode == RunMode::UntilIdle && boot_left > 0 => {
                 return Ok(());
             }
             _ = shutdown.changed() => return Ok(()),
+        }
+        let early = self.clock.now_ms() < stall.state.next_probe_at;
+        if early && !(disk_full && self.has_room()) {
+            return Ok(());
         }
         match self.probe().await {
             Ok(()) => self.clear_stall(),
             Err((kind, reason)) => self.stall_again(kind, reason),
         }
         Ok(())
+    }
+
+    /// Whether the library's and the database's file systems have room again (statvfs only).
+    fn has_room(&self) -> bool {
+        let db_dir = self.store.path().and_then(Path::parent);
+        [Some(self.library.root()), db_dir]
+            .into_iter()
+            .flatten()
+            .all(|dir| free_bytes(dir).is_none_or(|free| free >= PROBE_FREE_BYTES))
     }
 
     /// One transaction: commit the finished jobs, claim up to `free` more. Logs and events are
@@ -1169,14 +1193,11 @@ fn stall_probe_wait(probes: u32) -> Duration {
 fn probe_write(root: &Path, file: &Path) -> Result<(), (PathBuf, std::io::Error)> {
     use std::io::Write as _;
     std::fs::create_dir_all(root).map_err(|e| (root.to_path_buf(), e))?;
-    if let Ok(fs) = rustix::fs::statvfs(root) {
-        let free = fs.f_bavail.saturating_mul(fs.f_frsize);
-        if free < PROBE_FREE_BYTES {
-            return Err((
-                file.to_path_buf(),
-                std::io::Error::from(std::io::ErrorKind::StorageFull),
-            ));
-        }
+    if free_bytes(root).is_some_and(|free| free < PROBE_FREE_BYTES) {
+        return Err((
+            file.to_path_buf(),
+            std::io::Error::from(std::io::ErrorKind::StorageFull),
+        ));
     }
     let result = std::fs::File::create(file).and_then(|mut f| {
         f.write_all(&vec![0u8; PROBE_BYTES])?;
@@ -1184,6 +1205,12 @@ fn probe_write(root: &Path, file: &Path) -> Result<(), (PathBuf, std::io::Error)
     });
     let _ = std::fs::remove_file(file);
     result.map_err(|e| (file.to_path_buf(), e))
+}
+
+/// Room left for an unprivileged writer on the file system holding `dir`, where it can tell.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    let fs = rustix::fs::statvfs(dir).ok()?;
+    Some(fs.f_bavail.saturating_mul(fs.f_frsize))
 }
 
 /// Long enough to cover the whole request plus saving; a lease only matters if its owner dies
