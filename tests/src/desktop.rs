@@ -279,15 +279,25 @@ impl DesktopSession {
     /// folder; returns once the window has loaded and said "Ready.".
     pub async fn launch() -> DesktopSession {
         let dir = tempfile::tempdir().expect("temp data dir");
-        Self::start(dir.path().to_path_buf(), Some(dir)).await
+        Self::start(dir.path().to_path_buf(), Some(dir), &[]).await
     }
 
     /// As [`launch`](Self::launch), on an existing data folder that outlives the session.
     pub async fn launch_in(data_dir: &Path) -> DesktopSession {
-        Self::start(data_dir.to_path_buf(), None).await
+        Self::start(data_dir.to_path_buf(), None, &[]).await
     }
 
-    async fn start(data_dir: PathBuf, owned: Option<tempfile::TempDir>) -> DesktopSession {
+    /// As [`launch_in`](Self::launch_in), with more environment for the app, as a desktop
+    /// session sets it (`GTK_THEME=Adwaita:dark` for a dark desktop, say).
+    pub async fn launch_in_with_env(data_dir: &Path, env: &[(&str, &str)]) -> DesktopSession {
+        Self::start(data_dir.to_path_buf(), None, env).await
+    }
+
+    async fn start(
+        data_dir: PathBuf,
+        owned: Option<tempfile::TempDir>,
+        env: &[(&str, &str)],
+    ) -> DesktopSession {
         let app = crate::gleaner_bin();
         let mut children = Children(Vec::new());
 
@@ -349,6 +359,7 @@ impl DesktopSession {
             .env("XDG_CACHE_HOME", data_dir.join("xdg-cache"))
             .env("XDG_DATA_HOME", data_dir.join("xdg-data"))
             .env_remove("WAYLAND_DISPLAY")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log handle"))
             .stderr(log);
