@@ -178,6 +178,7 @@ fn add_found(
     let max_retries = worker.policy().max_retries;
     let mut intake = intake::Intake::new(store, name, source, max_retries, now, batch);
     let mut summary = AddSummary::default();
+    let files_len: usize = files.iter().map(|f| f.text.len()).sum();
     // Line by line and a chunk at a time, as `gleaner add --file` reads: neither the
     // findings of a big drop nor a transaction grow with it.
     let mut found = Vec::new();
@@ -211,6 +212,15 @@ fn add_found(
     }
     summary.take(&mut intake, &mut found).map_err(&fail)?;
     summary.batch = intake.batch();
+    tracing::info!(
+        source,
+        bytes = text.len() + files_len,
+        batch = ?summary.batch,
+        queued = summary.queued,
+        duplicates = summary.duplicates,
+        rejected = summary.rejected,
+        "links added"
+    );
     Ok(summary)
 }
 
