@@ -212,7 +212,10 @@ fn duration_in(s: &str, range: policy::Range<Duration>) -> Result<Duration, Stri
     if range.contains(d) {
         Ok(d)
     } else {
-        Err(format!("out of range: give a duration {}", range.describe()))
+        Err(format!(
+            "out of range: give a duration {}",
+            range.describe()
+        ))
     }
 }
 
@@ -464,8 +467,9 @@ fn add(
         None => "cli",
     };
     let mut lines = match file.as_deref() {
-        Some("-") => Some(Box::new(input_lines(std::io::stdin().lock(), "standard input")?)
-            as Box<dyn NextLine>),
+        Some("-") => Some(
+            Box::new(input_lines(std::io::stdin().lock(), "standard input")?) as Box<dyn NextLine>,
+        ),
         Some(path) => {
             let f = std::fs::File::open(path).with_context(|| format!("cannot read {path}"))?;
             Some(Box::new(input_lines(f, path)?) as Box<dyn NextLine>)
@@ -538,7 +542,9 @@ fn report_added(
     for f in found {
         match f {
             Found::Url { .. } => match results.next() {
-                Some(Enqueued::Queued { id, url }) => writeln!(out, "queued {id} {}", printable(&url))?,
+                Some(Enqueued::Queued { id, url }) => {
+                    writeln!(out, "queued {id} {}", printable(&url))?
+                }
                 Some(Enqueued::Duplicate { id, url, status }) => {
                     let url = printable(&url);
                     let finished =

@@ -601,13 +601,15 @@ fn a_large_junk_file_is_read_as_it_goes_and_answered_line_by_line() {
         use std::io::BufRead as _;
         let mut reader = std::io::BufReader::new(child.stdout.take().expect("stdout"));
         let mut line = Vec::new();
+        let mut read = 0u64;
         while reader.read_until(b'\n', &mut line).expect("read") > 0 {
             out.extend_from_slice(&line);
             line.clear();
-            if out.len() % 97 == 0 {
-                if let Some(kib) = gleaner_tests::peak_rss_kib_of(child.id()) {
-                    peak_kib = peak_kib.max(kib);
-                }
+            read += 1;
+            if read.is_multiple_of(100)
+                && let Some(kib) = gleaner_tests::peak_rss_kib_of(child.id())
+            {
+                peak_kib = peak_kib.max(kib);
             }
         }
     }
@@ -615,7 +617,10 @@ fn a_large_junk_file_is_read_as_it_goes_and_answered_line_by_line() {
     let out = String::from_utf8(out).expect("utf8");
     assert_eq!(status.code(), Some(1), "rejected lines make exit 1");
     assert_eq!(out.lines().count(), expected.lines().count());
-    assert!(out == expected, "the output is not one line per input, in order");
+    assert!(
+        out == expected,
+        "the output is not one line per input, in order"
+    );
     // The old intake held the file, and a finding per line, at once: 8 MB of junk took 50 MB
     // more than the binary alone (debug build); read as it goes, about 5 MB more.
     let grown_mib = peak_kib.saturating_sub(baseline_kib) / 1024;
@@ -641,7 +646,10 @@ fn a_large_junk_file_is_read_as_it_goes_and_answered_line_by_line() {
     let out = sb.run(&["add", "--file", file.to_str().expect("utf8")]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
-        stdout(&out).lines().filter(|l| l.starts_with("duplicate ")).count(),
+        stdout(&out)
+            .lines()
+            .filter(|l| l.starts_with("duplicate "))
+            .count(),
         links
     );
     let count: i64 = db
@@ -739,7 +747,10 @@ fn bidi_controls_reach_neither_titles_nor_the_terminal() {
     let out = sb.run(&["run", "--until-idle"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let shown = stdout(&sb.run(&["jobs", "show", "1"]));
-    assert!(shown.contains("title      Invoice exe.txt and more"), "{shown}");
+    assert!(
+        shown.contains("title      Invoice exe.txt and more"),
+        "{shown}"
+    );
     // Rows saved before, or text that reaches the row another way, are escaped when shown.
     sb.sql()
         .execute(
@@ -757,7 +768,10 @@ fn bidi_controls_reach_neither_titles_nor_the_terminal() {
     let shown = stdout(&sb.run(&["jobs", "show", "1"]));
     assert!(!bidi(&shown), "{shown:?}");
     assert!(shown.contains("title      T\\u{202e}it"), "{shown}");
-    assert!(shown.contains("error      E\\u{2066}rr\\u{200f}"), "{shown}");
+    assert!(
+        shown.contains("error      E\\u{2066}rr\\u{200f}"),
+        "{shown}"
+    );
     let listed = stdout(&sb.run(&["jobs", "list"]));
     assert!(!bidi(&listed), "{listed:?}");
     assert!(listed.contains("(E\\u{2066}rr\\u{200f})"), "{listed}");

@@ -417,7 +417,10 @@ fn a_big_dropped_file_is_sent_in_pieces_and_only_counts_come_back() {
             .await;
         let items = items.as_array().expect("items");
         assert_eq!(items.len(), 301);
-        assert_eq!(items[0], "junkword0xxxxxxxxxxxxxxxxxxxxxxxxxxx: no web address found");
+        assert_eq!(
+            items[0],
+            "junkword0xxxxxxxxxxxxxxxxxxxxxxxxxxx: no web address found"
+        );
         assert_eq!(
             items[300].as_str().map(|t| t.replace(',', "")),
             Some("… and 249450 more rejected lines.".to_string())
@@ -425,7 +428,9 @@ fn a_big_dropped_file_is_sent_in_pieces_and_only_counts_come_back() {
         // One drop, one batch, though it came in pieces.
         let batches: i64 = s
             .sql()
-            .query_row("SELECT count(DISTINCT batch_id) FROM jobs", [], |r| r.get(0))
+            .query_row("SELECT count(DISTINCT batch_id) FROM jobs", [], |r| {
+                r.get(0)
+            })
             .expect("batches");
         assert_eq!(batches, 1);
         s.screenshot("big-drop").await;

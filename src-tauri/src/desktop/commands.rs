@@ -58,9 +58,14 @@ fn shown_job(mut job: Job) -> Job {
         }
     };
     escape(&mut job.url);
-    for t in [&mut job.final_url, &mut job.title, &mut job.error, &mut job.content_type]
-        .into_iter()
-        .flatten()
+    for t in [
+        &mut job.final_url,
+        &mut job.title,
+        &mut job.error,
+        &mut job.content_type,
+    ]
+    .into_iter()
+    .flatten()
     {
         escape(t);
     }
@@ -115,7 +120,11 @@ impl AddSummary {
     }
 
     /// Queue one chunk of findings and count what became of them.
-    fn take(&mut self, intake: &mut intake::Intake<'_>, found: &mut Vec<Found>) -> Result<(), StoreError> {
+    fn take(
+        &mut self,
+        intake: &mut intake::Intake<'_>,
+        found: &mut Vec<Found>,
+    ) -> Result<(), StoreError> {
         for r in intake.enqueue(found)? {
             match r {
                 Enqueued::Queued { .. } => self.queued += 1,
@@ -158,7 +167,14 @@ pub async fn add_urls(
     state: State<'_, DesktopState>,
 ) -> Result<AddSummary, String> {
     write_then_wake(&state, move |store, worker| {
-        add_found(&text, &source, files.unwrap_or_default(), batch, store, worker)
+        add_found(
+            &text,
+            &source,
+            files.unwrap_or_default(),
+            batch,
+            store,
+            worker,
+        )
     })
     .await
 }

@@ -103,13 +103,14 @@ pub struct Lines<R> {
     carry: Vec<u8>,
 }
 
+/// What [`text_lines`] reads through: the start it looked at, then the rest.
+pub type InputReader<R> = BufReader<std::io::Chain<Cursor<Vec<u8>>, R>>;
+
 /// Start reading text from `reader`. Its first 64 KiB decide whether it is text (see
 /// [`looks_binary`]): binary data is refused whole, before any of it is scanned, rather than
 /// echoed back as thousands of rejected lines. A NUL further on is read as part of a line
 /// (and escaped when it is echoed): by then links may already be queued.
-pub fn text_lines<R: Read>(
-    mut reader: R,
-) -> Result<Lines<BufReader<std::io::Chain<Cursor<Vec<u8>>, R>>>, IntakeError> {
+pub fn text_lines<R: Read>(mut reader: R) -> Result<Lines<InputReader<R>>, IntakeError> {
     let mut head = Vec::with_capacity(HEAD_BYTES);
     (&mut reader)
         .take(HEAD_BYTES as u64)
@@ -155,7 +156,11 @@ impl<R: BufRead> Lines<R> {
                         while at > line.len() - 4 && line[at] & 0xC0 == 0x80 {
                             at -= 1;
                         }
-                        let at = if line[at] & 0xC0 == 0x80 { line.len() } else { at };
+                        let at = if line[at] & 0xC0 == 0x80 {
+                            line.len()
+                        } else {
+                            at
+                        };
                         (at, at)
                     }
                 };
@@ -273,9 +278,7 @@ pub fn host_name(input: &str) -> Result<String, String> {
         Url::parse(&format!("http://{t}"))
     };
     match url.ok().as_ref().and_then(Url::host_str) {
-        Some(host) if !host.is_empty() && !t.chars().any(char::is_whitespace) => {
-            Ok(host_key(host))
-        }
+        Some(host) if !host.is_empty() && !t.chars().any(char::is_whitespace) => Ok(host_key(host)),
         _ => Err(format!(
             "“{}” is not a host name; give one such as example.com, or a link on the host",
             shown(t)
@@ -712,14 +715,24 @@ mod tests {
             panic!("an IPv6 link is taken")
         };
         assert_eq!(host, "::1");
-        for name in ["[::1]", "::1", "http://[::1]:8080/x", "[::1]:8080", " [0:0::1] "] {
+        for name in [
+            "[::1]",
+            "::1",
+            "http://[::1]:8080/x",
+            "[::1]:8080",
+            " [0:0::1] ",
+        ] {
             assert_eq!(host_name(name).as_deref(), Ok(host.as_str()), "{name}");
         }
         let Found::Url { host, .. } = vet("https://[2001:DB8:0::1]/a") else {
             panic!("an IPv6 link is taken")
         };
         assert_eq!(host, "2001:db8::1");
-        for name in ["2001:db8::1", "[2001:DB8::1]", "https://[2001:db8:0:0::1]:443/b"] {
+        for name in [
+            "2001:db8::1",
+            "[2001:DB8::1]",
+            "https://[2001:db8:0:0::1]:443/b",
+        ] {
             assert_eq!(host_name(name).as_deref(), Ok(host.as_str()), "{name}");
         }
         assert!(host_name("[::1").is_err());
@@ -762,13 +775,23 @@ mod tests {
         let lines = all_lines(text.as_bytes());
         assert!(lines.len() >= 2, "{}", lines.len());
         assert!(lines.iter().all(|l| l.len() <= MAX_LINE_BYTES));
-        assert_eq!(lines.concat().matches("word").count(), MAX_LINE_BYTES / 5 + 10);
-        assert_eq!(urls(&scan_text(&lines.join("\n"))), vec!["https://late.example/page"]);
+        assert_eq!(
+            lines.concat().matches("word").count(),
+            MAX_LINE_BYTES / 5 + 10
+        );
+        assert_eq!(
+            urls(&scan_text(&lines.join("\n"))),
+            vec!["https://late.example/page"]
+        );
         // No whitespace at all, in characters of two bytes: cut between characters.
         let word = "é".repeat(MAX_LINE_BYTES);
         let lines = all_lines(word.as_bytes());
         assert!(lines.len() >= 2);
-        assert!(lines.iter().all(|l| l.len() <= MAX_LINE_BYTES && !l.contains('\u{fffd}')));
+        assert!(
+            lines
+                .iter()
+                .all(|l| l.len() <= MAX_LINE_BYTES && !l.contains('\u{fffd}'))
+        );
         assert_eq!(lines.concat(), word);
     }
 
@@ -791,7 +814,11 @@ mod tests {
         // Only duplicates: no batch.
         let mut again = Intake::new(&store, "again".into(), "file", 5, 2_000, None);
         let results = again.enqueue(&found(0, 6)).expect("enqueue");
-        assert!(results.iter().all(|r| matches!(r, Enqueued::Duplicate { .. })));
+        assert!(
+            results
+                .iter()
+                .all(|r| matches!(r, Enqueued::Duplicate { .. }))
+        );
         assert_eq!(again.batch(), None);
         assert_eq!(store.batches(10).expect("batches").len(), 1);
     }

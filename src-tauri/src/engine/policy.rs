@@ -277,7 +277,7 @@ impl Range<u64> {
     pub fn describe(&self) -> String {
         fn size(n: u64) -> String {
             const UNITS: [(u64, &str); 3] = [(1 << 30, "GB"), (1 << 20, "MB"), (1 << 10, "KB")];
-            match UNITS.iter().find(|(u, _)| n >= *u && n % u == 0) {
+            match UNITS.iter().find(|(u, _)| n >= *u && n.is_multiple_of(*u)) {
                 Some((u, name)) => format!("{}{name}", n / u),
                 None => format!("{n}B"),
             }
