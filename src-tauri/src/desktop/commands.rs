@@ -825,6 +825,35 @@ mod tests {
     }
 
     #[test]
+    fn web_text_reaches_the_page_with_bidi_and_control_characters_escaped() {
+        let store = Store::open_in_memory().expect("store");
+        let found = [intake::vet("http://[::1]:8080/a?b=c")];
+        let mut intake = intake::Intake::new(&store, "t".into(), "paste", 5, 1, None);
+        let Some(Enqueued::Queued { id, .. }) = intake.enqueue(&found).expect("enqueue").pop()
+        else {
+            panic!("queued")
+        };
+        let mut job = store.job(id).expect("read").expect("job");
+        job.title = Some("Invoice \u{202e}exe.txt\u{202c}".into());
+        job.error = Some("503 \u{2066}busy\u{1b}[2J".into());
+        job.final_url = Some("http://[::1]:8080/\u{200f}".into());
+        let shown = shown_job(job);
+        assert_eq!(
+            shown.title.as_deref(),
+            Some("Invoice \\u{202e}exe.txt\\u{202c}")
+        );
+        assert_eq!(shown.error.as_deref(), Some("503 \\u{2066}busy\\u{1b}[2J"));
+        assert_eq!(
+            shown.final_url.as_deref(),
+            Some("http://[::1]:8080/\\u{200f}")
+        );
+        // The URL and the host key are as stored: the pause button sends the host back.
+        assert_eq!(shown.url, "http://[::1]:8080/a?b=c");
+        assert_eq!(shown.host, "::1");
+        assert_eq!(intake::host_name(&shown.host).as_deref(), Ok("::1"));
+    }
+
+    #[test]
     fn a_drop_returns_counts_and_a_few_hundred_rejected_lines() {
         let store = Store::open_in_memory().expect("store");
         let mut intake = intake::Intake::new(&store, "t".into(), "drop", 5, 1, None);
