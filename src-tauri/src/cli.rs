@@ -724,7 +724,9 @@ fn hosts(store: &Store, command: HostsCommand, now: i64) -> anyhow::Result<ExitC
                     h.host,
                     state.join(", "),
                     h.pending,
-                    h.reason.map(|r| format!(": {r}")).unwrap_or_default()
+                    h.reason
+                        .map(|r| format!(": {}", printable(&r)))
+                        .unwrap_or_default()
                 );
             }
             Ok(ExitCode::SUCCESS)
@@ -788,7 +790,7 @@ fn stats(store: &Store, json: bool, now: i64) -> anyhow::Result<ExitCode> {
         println!(
             "host {} paused {until}: {}",
             h.host,
-            h.reason.as_deref().unwrap_or("-")
+            printable(h.reason.as_deref().unwrap_or("-"))
         );
     }
     Ok(ExitCode::SUCCESS)
