@@ -16,7 +16,8 @@ use super::store::{Enqueued, NewJob, Store, StoreError};
 /// Why a file or standard input gave no links to scan.
 #[derive(Debug, thiserror::Error)]
 pub enum IntakeError {
-    #[error("cannot read it: {0}")]
+    /// The caller says what could not be read.
+    #[error(transparent)]
     Read(#[from] std::io::Error),
     /// What a caller says about it depends on where it came from (a dropped file, `--file`).
     #[error("it is not text (it holds binary data)")]
