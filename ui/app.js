@@ -190,6 +190,47 @@ const addSummary = $('add-summary');
 const rejectedList = $('add-rejected');
 
 const REJECTED_SHOWN = 300;
+// A dropped file bigger than this goes to the backend in pieces of this size, each read from
+// the file when it is sent: a 100 MB drop is never in the page's memory whole.
+const PIECE_BYTES = 4 * 1024 * 1024;
+
+// What several calls of one add did, summed as one.
+function mergeSummary(into, r) {
+  into.batch = r.batch ?? into.batch;
+  into.queued += r.queued;
+  into.duplicates += r.duplicates;
+  into.rejected += r.rejected;
+  into.binary_files += r.binary_files;
+  into.refetch.push(...r.refetch);
+  into.rejected_lines.push(...r.rejected_lines.slice(0, Math.max(0, REJECTED_SHOWN - into.rejected_lines.length)));
+  return into;
+}
+
+// Sends a big file piece by piece into the add's batch; a piece ends at a line break, so no
+// line is cut in two.
+async function addBigFile(file, source, summary) {
+  const decoder = new TextDecoder();
+  let carry = '';
+  for (let at = 0; at < file.size; at += PIECE_BYTES) {
+    const bytes = await file.slice(at, at + PIECE_BYTES).arrayBuffer();
+    const last = at + PIECE_BYTES >= file.size;
+    let text = carry + decoder.decode(bytes, { stream: !last });
+    // A piece without a line break goes whole (the backend cuts a line that long itself),
+    // so the page never gathers a file without line breaks.
+    const nl = text.lastIndexOf('\n');
+    const cut = last || nl < 0 ? text.length : nl + 1;
+    carry = text.slice(cut);
+    text = text.slice(0, cut);
+    // The first piece goes as a file, so binary data is refused by name and the rest unread.
+    const args = at === 0
+      ? { text: '', source, files: [{ name: file.name, text }], batch: summary.batch }
+      : { text, source, files: [], batch: summary.batch };
+    const r = await call('add_urls', args);
+    mergeSummary(summary, r);
+    if (at === 0 && r.binary_files > 0) return;
+  }
+  if (carry) mergeSummary(summary, await call('add_urls', { text: carry, source, files: [], batch: summary.batch }));
+}
 
 async function addText(text, source, files = []) {
   if ((!text || !text.trim()) && files.length === 0) {
@@ -198,22 +239,30 @@ async function addText(text, source, files = []) {
   }
   addButton.disabled = true;
   try {
-    const result = await call('add_urls', { text: text ?? '', source, files });
-    addSummary.textContent = `${plural(result.queued.length, 'link')} queued, `
-      + `${plural(result.duplicates.length, 'duplicate')}, ${result.rejected.length.toLocaleString()} rejected.`;
+    const small = [];
+    for (const file of files) {
+      if (file.size <= PIECE_BYTES) small.push({ name: file.name, text: await file.text() });
+    }
+    const result = await call('add_urls', { text: text ?? '', source, files: small, batch: null });
+    for (const file of files) {
+      if (file.size > PIECE_BYTES) await addBigFile(file, source, result);
+    }
+    addSummary.textContent = `${plural(result.queued, 'link')} queued, `
+      + `${plural(result.duplicates, 'duplicate')}, ${result.rejected.toLocaleString()} rejected.`;
     // Links already fetched can be fetched again; a changed page is kept as a new version.
-    refetchIds = result.duplicates.filter((d) => d.status === 'done').map((d) => d.id);
+    refetchIds = result.refetch;
     refetchButton.hidden = refetchIds.length === 0;
     refetchButton.textContent = refetchIds.length === 1
       ? 'Already fetched: fetch again'
       : `${refetchIds.length.toLocaleString()} already fetched: fetch again`;
-    // A pasted word list can reject 100,000 lines; the first few hundred say what went wrong.
-    const shown = result.rejected.slice(0, REJECTED_SHOWN).map((r) => el('li', '', `${r.input}: ${r.reason}`));
-    if (result.rejected.length > REJECTED_SHOWN) {
-      shown.push(el('li', '', `… and ${(result.rejected.length - REJECTED_SHOWN).toLocaleString()} more rejected lines.`));
+    // A pasted word list can reject 100,000 lines; the backend sends the first few hundred,
+    // which say what went wrong, and counts the rest.
+    const shown = result.rejected_lines.slice(0, REJECTED_SHOWN).map((r) => el('li', '', `${r.input}: ${r.reason}`));
+    if (result.rejected > shown.length) {
+      shown.push(el('li', '', `… and ${(result.rejected - shown.length).toLocaleString()} more rejected lines.`));
     }
     rejectedList.replaceChildren(...shown);
-    if (source === 'paste' && result.rejected.length === 0) {
+    if (source === 'paste' && result.rejected === 0) {
       urls.value = '';
     }
     refreshAll();
@@ -266,15 +315,9 @@ document.addEventListener('drop', async (event) => {
   document.body.classList.remove('dropping');
   const data = event.dataTransfer;
   if (!data) return;
-  // Files go as they are, by name: one that holds binary data is rejected whole.
-  const files = [];
-  for (const file of Array.from(data.files ?? [])) {
-    try {
-      files.push({ name: file.name, text: await file.text() });
-    } catch (err) {
-      say(`Could not read ${file.name}: ${String(err)}`, true);
-    }
-  }
+  // Files go as they are, by name (one that holds binary data is rejected whole), and are
+  // read as they are sent.
+  const files = Array.from(data.files ?? []);
   const text = files.length === 0 ? (data.getData('text/uri-list') || data.getData('text/plain')) : '';
   addText(text, 'drop', files);
 });

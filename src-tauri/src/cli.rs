@@ -1,7 +1,7 @@
 //! The binary's edge: argument parsing, output formatting, exit codes. With no subcommand the
 //! binary opens the desktop window; every subcommand works without a display.
 
-use std::io::{IsTerminal, Read};
+use std::io::{IsTerminal, Read, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -46,10 +46,10 @@ pub struct Cli {
 #[derive(Debug, Default, Clone, Args)]
 pub struct PolicyFlags {
     /// First retry delay, e.g. 30s.
-    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, global = true, value_parser = parse_base_delay, value_name = "DURATION")]
     pub base_delay: Option<Duration>,
     /// Longest retry delay, e.g. 5m.
-    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, global = true, value_parser = parse_max_delay, value_name = "DURATION")]
     pub max_delay: Option<Duration>,
     /// Retries after the first attempt for transient failures.
     #[arg(long, global = true, value_name = "N")]
@@ -64,7 +64,7 @@ pub struct PolicyFlags {
     #[arg(long, global = true, value_parser = parse_jitter, value_name = "FRACTION")]
     pub jitter: Option<f64>,
     /// Rate-limited jobs give up once they are this old, e.g. 24h.
-    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, global = true, value_parser = parse_max_job_age, value_name = "DURATION")]
     pub max_job_age: Option<Duration>,
     /// Fetches in flight at once.
     #[arg(long, global = true, value_parser = clap::value_parser!(u32).range(1..=256), value_name = "N")]
@@ -73,10 +73,10 @@ pub struct PolicyFlags {
     #[arg(long, global = true, value_parser = clap::value_parser!(u32).range(1..=64), value_name = "N")]
     pub per_host: Option<u32>,
     /// Total time for one request, connect to last byte, e.g. 30s.
-    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, global = true, value_parser = parse_timeout, value_name = "DURATION")]
     pub timeout: Option<Duration>,
     /// Largest response body, after decompression, e.g. 50MB.
-    #[arg(long, global = true, value_parser = parse_size, value_name = "SIZE")]
+    #[arg(long, global = true, value_parser = parse_max_body, value_name = "SIZE")]
     pub max_body: Option<u64>,
     /// Also save the fetched HTML/PDF/text bytes beside each Markdown document (true/false).
     #[arg(long, global = true, value_name = "BOOL")]
@@ -204,6 +204,47 @@ pub enum JobsCommand {
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s.trim())
         .map_err(|e| format!("{e} (use forms like 200ms, 30s, 5m, 1h)"))
+}
+
+/// A duration flag's value, refused with the allowed range when it is outside it.
+fn duration_in(s: &str, range: policy::Range<Duration>) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if range.contains(d) {
+        Ok(d)
+    } else {
+        Err(format!(
+            "out of range: give a duration {}",
+            range.describe()
+        ))
+    }
+}
+
+fn parse_base_delay(s: &str) -> Result<Duration, String> {
+    duration_in(s, policy::BASE_DELAY_RANGE)
+}
+
+fn parse_max_delay(s: &str) -> Result<Duration, String> {
+    duration_in(s, policy::MAX_DELAY_RANGE)
+}
+
+fn parse_max_job_age(s: &str) -> Result<Duration, String> {
+    duration_in(s, policy::MAX_JOB_AGE_RANGE)
+}
+
+fn parse_timeout(s: &str) -> Result<Duration, String> {
+    duration_in(s, policy::TIMEOUT_RANGE)
+}
+
+fn parse_max_body(s: &str) -> Result<u64, String> {
+    let n = parse_size(s)?;
+    if policy::MAX_BODY_RANGE.contains(n) {
+        Ok(n)
+    } else {
+        Err(format!(
+            "out of range: give a size {}",
+            policy::MAX_BODY_RANGE.describe()
+        ))
+    }
 }
 
 fn parse_jitter(s: &str) -> Result<f64, String> {
@@ -416,20 +457,25 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The links in a file or standard input. Bytes that are not UTF-8 are read as U+FFFD, so a
-/// list with a few damaged lines still gives its other links; binary data is refused whole,
-/// rather than echoed back as thousands of rejected lines.
-fn scan_input(bytes: &[u8], what: &str) -> anyhow::Result<Vec<Found>> {
-    let text = String::from_utf8_lossy(bytes);
-    if intake::looks_binary(&text) {
-        bail!(
+/// The lines of a file or standard input, read a piece at a time (see [`intake::text_lines`]).
+/// Binary data is refused whole, rather than echoed back as thousands of rejected lines.
+fn input_lines<R: Read>(
+    reader: R,
+    what: &str,
+) -> anyhow::Result<intake::Lines<impl std::io::BufRead>> {
+    match intake::text_lines(reader) {
+        Ok(lines) => Ok(lines),
+        Err(intake::IntakeError::Binary) => bail!(
             "{what} is not text (it holds binary data); give a text file with links in it, such \
              as one link per line, or a bookmarks HTML file"
-        );
+        ),
+        Err(e) => Err(anyhow::Error::new(e).context(format!("cannot read {what}"))),
     }
-    Ok(intake::scan_text(&text))
 }
 
+/// `gleaner add`: the arguments, then the file or standard input line by line. Findings are
+/// queued and printed a chunk at a time, in input order, so a 100 MB file of junk needs no
+/// more memory than a short one (BENCHMARKS.md, "Intake of a large file").
 fn add(
     store: &Store,
     policy: &Policy,
@@ -441,64 +487,115 @@ fn add(
 ) -> anyhow::Result<ExitCode> {
     let mut found = intake::scan_args(&urls);
     let source = match file.as_deref() {
-        Some("-") => {
-            let mut bytes = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut bytes)
-                .context("cannot read standard input")?;
-            found.extend(scan_input(&bytes, "standard input")?);
-            "stdin"
-        }
-        Some(path) => {
-            let bytes = std::fs::read(path).with_context(|| format!("cannot read {path}"))?;
-            found.extend(scan_input(&bytes, path)?);
-            "file"
-        }
+        Some("-") => "stdin",
+        Some(_) => "file",
         None => "cli",
     };
-    if found.is_empty() {
-        bail!("nothing to add: give URLs as arguments, or --file F (use - for standard input)");
-    }
-    let jobs: Vec<_> = found.iter().filter_map(Found::as_new_job).collect();
-    let mut rejected = 0;
-    let mut results = Vec::new();
-    if !jobs.is_empty() {
-        let name = batch.unwrap_or_else(|| format!("{source} {}", rfc3339(now)));
-        (_, results) = store.enqueue_batch(&name, source, &jobs, policy.max_retries, now)?;
-    }
-    let mut results = results.into_iter();
-    for f in &found {
-        match f {
-            Found::Url { .. } => match results.next() {
-                Some(Enqueued::Queued { id, url }) => println!("queued {id} {url}"),
-                Some(Enqueued::Duplicate { id, url, status }) => {
-                    let finished =
-                        matches!(status, Status::Done | Status::Dead | Status::Cancelled);
-                    if refetch && finished {
-                        store.retry(&[id], policy.max_retries, now)?;
-                        println!("refetch {id} {url} (was {})", status.as_str());
-                    } else if finished {
-                        println!(
-                            "duplicate {id} {url} ({}; add --refetch to fetch it again)",
-                            status.as_str()
-                        );
-                    } else {
-                        println!("duplicate {id} {url} ({})", status.as_str());
-                    }
-                }
-                None => {}
-            },
-            Found::Rejected { input, reason } => {
-                rejected += 1;
-                println!("rejected {input}: {reason}");
-            }
+    let mut lines = match file.as_deref() {
+        Some("-") => Some(
+            Box::new(input_lines(std::io::stdin().lock(), "standard input")?) as Box<dyn NextLine>,
+        ),
+        Some(path) => {
+            let f = std::fs::File::open(path).with_context(|| format!("cannot read {path}"))?;
+            Some(Box::new(input_lines(f, path)?) as Box<dyn NextLine>)
         }
+        None => None,
+    };
+    let name = batch.unwrap_or_else(|| format!("{source} {}", rfc3339(now)));
+    let mut intake = intake::Intake::new(store, name, source, policy.max_retries, now, None);
+    let (mut seen, mut rejected) = (0usize, 0usize);
+    // Buffered: a file of a million rejected lines was a million writes. Each chunk's lines
+    // are written out once the chunk is queued.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    loop {
+        let more = match lines.as_mut() {
+            Some(lines) => {
+                let line = lines.next_line().with_context(|| match file.as_deref() {
+                    Some("-") | None => "cannot read standard input".to_string(),
+                    Some(path) => format!("cannot read {path}"),
+                })?;
+                if let Some(line) = &line {
+                    intake::scan_line(line, &mut found);
+                }
+                line.is_some()
+            }
+            None => false,
+        };
+        if found.len() >= intake::CHUNK || (!more && !found.is_empty()) {
+            seen += found.len();
+            rejected += report_added(store, policy, &mut intake, &found, refetch, now, &mut out)?;
+            found.clear();
+            out.flush()?;
+        }
+        if !more {
+            break;
+        }
+    }
+    if seen == 0 {
+        bail!("nothing to add: give URLs as arguments, or --file F (use - for standard input)");
     }
     Ok(if rejected > 0 {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// [`intake::Lines`] of any reader, so a file and standard input share one loop.
+trait NextLine {
+    fn next_line(&mut self) -> std::io::Result<Option<String>>;
+}
+
+impl<R: std::io::BufRead> NextLine for intake::Lines<R> {
+    fn next_line(&mut self) -> std::io::Result<Option<String>> {
+        intake::Lines::next_line(self)
+    }
+}
+
+/// Queue one chunk of findings and print a line for each, in order; how many were rejected.
+fn report_added(
+    store: &Store,
+    policy: &Policy,
+    intake: &mut intake::Intake<'_>,
+    found: &[Found],
+    refetch: bool,
+    now: i64,
+    out: &mut impl std::io::Write,
+) -> anyhow::Result<usize> {
+    let mut results = intake.enqueue(found)?.into_iter();
+    let mut rejected = 0;
+    for f in found {
+        match f {
+            Found::Url { .. } => match results.next() {
+                Some(Enqueued::Queued { id, url }) => {
+                    writeln!(out, "queued {id} {}", printable(&url))?
+                }
+                Some(Enqueued::Duplicate { id, url, status }) => {
+                    let url = printable(&url);
+                    let finished =
+                        matches!(status, Status::Done | Status::Dead | Status::Cancelled);
+                    if refetch && finished {
+                        store.retry(&[id], policy.max_retries, now)?;
+                        writeln!(out, "refetch {id} {url} (was {})", status.as_str())?;
+                    } else if finished {
+                        writeln!(
+                            out,
+                            "duplicate {id} {url} ({}; add --refetch to fetch it again)",
+                            status.as_str()
+                        )?;
+                    } else {
+                        writeln!(out, "duplicate {id} {url} ({})", status.as_str())?;
+                    }
+                }
+                None => {}
+            },
+            Found::Rejected { input, reason } => {
+                rejected += 1;
+                writeln!(out, "rejected {input}: {reason}")?;
+            }
+        }
+    }
+    Ok(rejected)
 }
 
 /// How often a running worker looks for settings saved by the window (or another process).
@@ -660,7 +757,9 @@ fn hosts(store: &Store, command: HostsCommand, now: i64) -> anyhow::Result<ExitC
                     h.host,
                     state.join(", "),
                     h.pending,
-                    h.reason.map(|r| format!(": {r}")).unwrap_or_default()
+                    h.reason
+                        .map(|r| format!(": {}", printable(&r)))
+                        .unwrap_or_default()
                 );
             }
             Ok(ExitCode::SUCCESS)
@@ -755,7 +854,7 @@ fn stats(store: &Store, json: bool, now: i64) -> anyhow::Result<ExitCode> {
         println!(
             "host {} paused {until}: {}",
             h.host,
-            h.reason.as_deref().unwrap_or("-")
+            printable(h.reason.as_deref().unwrap_or("-"))
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -947,6 +1046,50 @@ mod tests {
         assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
         assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
         assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn durations_and_sizes_out_of_range_are_refused_with_the_range() {
+        // Once a panic (an Instant plus u64::MAX seconds), once a wrap (300 million years in
+        // i64 milliseconds).
+        assert_eq!(
+            parse_timeout("18446744073709551615s"),
+            Err("out of range: give a duration from 1ms to 1h".to_string())
+        );
+        assert_eq!(
+            parse_max_job_age("300000000y"),
+            Err("out of range: give a duration from 1s to 1year".to_string())
+        );
+        assert!(parse_base_delay("25h").is_err());
+        assert!(parse_max_delay("0s").is_err());
+        assert_eq!(
+            parse_max_body("5GB"),
+            Err("out of range: give a size from 1B to 4GB".to_string())
+        );
+        assert!(parse_max_body("0").is_err());
+        assert!(parse_max_body("99999999999999999999").is_err());
+        // The bounds are taken, and whatever a flag takes the policy accepts.
+        assert_eq!(parse_timeout("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_base_delay("1ms"), Ok(Duration::from_millis(1)));
+        assert_eq!(parse_max_body("4GB"), Ok(4 << 30));
+        let widest = Policy {
+            base_delay: parse_base_delay("24h").expect("in range"),
+            max_delay: parse_max_delay("7days").expect("in range"),
+            max_job_age: parse_max_job_age("1year").expect("in range"),
+            timeout: parse_timeout("1h").expect("in range"),
+            max_body: parse_max_body("4GB").expect("in range"),
+            ..Policy::default()
+        };
+        assert_eq!(widest.check(), Ok(()));
+        // And a stored policy out of range is refused as a flag would be.
+        let stored = Policy {
+            max_job_age: Duration::from_secs(300_000_000 * 31_557_600),
+            ..Policy::default()
+        };
+        assert_eq!(
+            stored.check().map_err(|e| e.to_string()),
+            Err("the maximum job age must be from 1s to 1year".to_string())
+        );
     }
 
     #[test]

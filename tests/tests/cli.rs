@@ -402,7 +402,7 @@ fn bad_flags_are_explained() {
         ),
         (
             &["--timeout", "0s", "run", "--until-idle"][..],
-            "the timeout must be more than 0 s",
+            "out of range: give a duration from 1ms to 1h",
         ),
         (
             &["--server-retries", "9", "run", "--until-idle"][..],
@@ -526,4 +526,259 @@ fn output_into_a_pipe_whose_reader_has_gone_ends_quietly() {
     let err = stderr(&out);
     assert!(!err.contains("panicked"), "{err}");
     assert!(out.status.success(), "{:?}: {err}", out.status);
+}
+
+/// A large-ish file of junk with a link in every 1,000 lines: `(text, expected output)`.
+/// Line i is a link, a lone word (rejected) or prose (passed over).
+fn junk_file(lines: usize) -> (String, String, usize) {
+    use std::fmt::Write as _;
+    // Id 1 is the link the test queues first.
+    let (mut text, mut expected, mut id) = (String::new(), String::new(), 1);
+    let mut seed = 18u64;
+    for i in 0..lines {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        if i % 1000 == 999 {
+            id += 1;
+            let url = format!("https://site{}.example/paper/{i}", i % 7);
+            writeln!(text, "{url}").expect("write");
+            writeln!(expected, "queued {id} {url}").expect("write");
+        } else if i % 3 == 0 {
+            writeln!(text, "some prose words {seed:x} here").expect("write");
+        } else {
+            let word = format!("junk{seed:016x}{:x}", seed.rotate_left(17));
+            writeln!(text, "{word}").expect("write");
+            writeln!(expected, "rejected {word}: no web address found").expect("write");
+        }
+    }
+    (text, expected, id - 1)
+}
+
+#[test]
+fn a_large_junk_file_is_read_as_it_goes_and_answered_line_by_line() {
+    let sb = Sandbox::new();
+    // What the binary holds before it reads any input (its libraries, the open queue): an
+    // add that waits for standard input.
+    let baseline_kib = {
+        use std::io::Write as _;
+        let mut waiting = sb
+            .cmd()
+            .args(["add", "--file", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn gleaner");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !sb.db_path().exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let kib = gleaner_tests::peak_rss_kib_of(waiting.id()).expect("VmHWM");
+        let mut input = waiting.stdin.take().expect("stdin");
+        input.write_all(b"https://first.example/\n").expect("write");
+        drop(input);
+        assert!(waiting.wait().expect("wait").success());
+        kib
+    };
+    // 8 MB, and many more findings than one chunk holds.
+    let (text, expected, links) = junk_file(200_000);
+    let file = sb.path().join("junk.txt");
+    std::fs::write(&file, &text).expect("write");
+    let mut child = sb
+        .cmd()
+        .args(["add", "--file", file.to_str().expect("utf8")])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn gleaner");
+    // Read the answer slowly enough to look at the process's memory while it prints: the old
+    // intake held the whole file and every rejected line until the end.
+    let mut peak_kib = 0;
+    let mut out = Vec::new();
+    {
+        use std::io::BufRead as _;
+        let mut reader = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = Vec::new();
+        let mut read = 0u64;
+        while reader.read_until(b'\n', &mut line).expect("read") > 0 {
+            out.extend_from_slice(&line);
+            line.clear();
+            read += 1;
+            if read.is_multiple_of(100)
+                && let Some(kib) = gleaner_tests::peak_rss_kib_of(child.id())
+            {
+                peak_kib = peak_kib.max(kib);
+            }
+        }
+    }
+    let status = child.wait().expect("wait");
+    let out = String::from_utf8(out).expect("utf8");
+    assert_eq!(status.code(), Some(1), "rejected lines make exit 1");
+    assert_eq!(out.lines().count(), expected.lines().count());
+    assert!(
+        out == expected,
+        "the output is not one line per input, in order"
+    );
+    // The old intake held the file, and a finding per line, at once: 8 MB of junk took 50 MB
+    // more than the binary alone (debug build); read as it goes, about 5 MB more.
+    let grown_mib = peak_kib.saturating_sub(baseline_kib) / 1024;
+    eprintln!(
+        "peak RSS {} MiB, {grown_mib} MiB over the {} MiB before any input",
+        peak_kib / 1024,
+        baseline_kib / 1024
+    );
+    assert!(grown_mib < 20, "{grown_mib} MiB more for an 8 MB file");
+    // One batch, even though its jobs were queued a chunk at a time.
+    let db = sb.sql();
+    let batches: Vec<(String, i64)> = db
+        .prepare("SELECT b.name, count(j.id) FROM batches b JOIN jobs j ON j.batch_id = b.id GROUP BY b.id ORDER BY b.id")
+        .expect("prepare")
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    // The first link's batch, and the file's.
+    assert_eq!(batches.len(), 2, "{batches:?}");
+    assert_eq!(batches[1].1, links as i64);
+    // The same file again: every link a duplicate, and no new batch.
+    let out = sb.run(&["add", "--file", file.to_str().expect("utf8")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stdout(&out)
+            .lines()
+            .filter(|l| l.starts_with("duplicate "))
+            .count(),
+        links
+    );
+    let count: i64 = db
+        .query_row("SELECT count(*) FROM batches", [], |r| r.get(0))
+        .expect("count");
+    assert_eq!(count, 2);
+}
+
+#[test]
+fn durations_and_sizes_out_of_range_are_usage_errors() {
+    let sb = Sandbox::new();
+    for (args, says) in [
+        (
+            &["--timeout", "18446744073709551615s", "run", "--until-idle"][..],
+            "invalid value '18446744073709551615s' for '--timeout <DURATION>': out of range: \
+             give a duration from 1ms to 1h",
+        ),
+        (
+            &["--max-job-age", "300000000y", "run", "--until-idle"][..],
+            "for '--max-job-age <DURATION>': out of range: give a duration from 1s to 1year",
+        ),
+        (
+            &["--base-delay", "2days", "add", "https://example.com/"][..],
+            "for '--base-delay <DURATION>': out of range: give a duration from 1ms to 1day",
+        ),
+        (
+            &["--max-delay", "8days", "stats"][..],
+            "for '--max-delay <DURATION>': out of range: give a duration from 1ms to 7days",
+        ),
+        (
+            &["--timeout", "0s", "run", "--until-idle"][..],
+            "out of range: give a duration from 1ms to 1h",
+        ),
+        (
+            &["--max-body", "16384GB", "stats"][..],
+            "for '--max-body <SIZE>': out of range: give a size from 1B to 4GB",
+        ),
+        (
+            &["--max-body", "0", "stats"][..],
+            "out of range: give a size from 1B to 4GB",
+        ),
+    ] {
+        let out = sb.run(args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    // Nothing was queued by the refused add, and the bounds themselves are taken.
+    let out = sb.run(&[
+        "--timeout",
+        "1h",
+        "--max-job-age",
+        "1year",
+        "--max-body",
+        "4GB",
+        "stats",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("total 0"), "{}", stdout(&out));
+}
+
+#[test]
+fn an_ipv6_host_is_paused_and_resumed_by_name_or_link() {
+    let sb = Sandbox::new();
+    let out = sb.run(&["add", "http://[::1]:8080/x", "http://[::1]:9/y"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for pause in ["[::1]", "http://[::1]:8080/x", "::1"] {
+        let out = sb.run(&["hosts", "pause", pause]);
+        assert!(out.status.success(), "{pause}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "host ::1 paused\n", "{pause}");
+        // The pause is on the host the jobs have: both of them wait behind it.
+        let listed = stdout(&sb.run(&["hosts"]));
+        assert!(
+            listed.starts_with("::1  paused until resumed  (2 pending)"),
+            "{pause}: {listed}"
+        );
+        let out = sb.run(&["hosts", "resume", "http://[::1]:9/other"]);
+        assert!(out.status.success(), "{pause}: {}", stdout(&out));
+        assert_eq!(stdout(&out), "host ::1 resumed\n");
+    }
+    let jobs = sb.json(&["jobs", "list", "--host", "[::1]", "--json"]);
+    assert_eq!(jobs.as_array().expect("array").len(), 2, "{jobs}");
+    assert_eq!(jobs[0]["host"], "::1");
+}
+
+#[test]
+fn bidi_controls_reach_neither_titles_nor_the_terminal() {
+    // A title with a right-to-left override: "Invoice <U+202E>exe.txt" shows as "Invoice txt.exe",
+    // and everything after it on the line is reversed.
+    let server = FaultServer::start();
+    let sb = Sandbox::new();
+    let url = server.url("/page?title=Invoice+%E2%80%AEexe.txt%E2%80%AC+and+%E2%81%A7more");
+    assert!(sb.run(&["add", &url]).status.success());
+    let out = sb.run(&["run", "--until-idle"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = stdout(&sb.run(&["jobs", "show", "1"]));
+    assert!(
+        shown.contains("title      Invoice exe.txt and more"),
+        "{shown}"
+    );
+    // Rows saved before, or text that reaches the row another way, are escaped when shown.
+    sb.sql()
+        .execute(
+            "UPDATE jobs SET title = 'T\u{202e}it', error = 'E\u{2066}rr\u{200f}', \
+             status = 'dead', error_class = 'fatal' WHERE id = 1",
+            [],
+        )
+        .expect("update");
+    let bidi = |s: &str| {
+        s.contains([
+            '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}', '\u{202e}', '\u{2066}', '\u{2067}',
+            '\u{2068}', '\u{2069}', '\u{200e}', '\u{200f}', '\u{061c}',
+        ])
+    };
+    let shown = stdout(&sb.run(&["jobs", "show", "1"]));
+    assert!(!bidi(&shown), "{shown:?}");
+    assert!(shown.contains("title      T\\u{202e}it"), "{shown}");
+    assert!(
+        shown.contains("error      E\\u{2066}rr\\u{200f}"),
+        "{shown}"
+    );
+    let listed = stdout(&sb.run(&["jobs", "list"]));
+    assert!(!bidi(&listed), "{listed:?}");
+    assert!(listed.contains("(E\\u{2066}rr\\u{200f})"), "{listed}");
+    // add echoes a rejected line escaped.
+    let out = sb.run(&["add", "evil\u{202e}word"]);
+    assert_eq!(
+        stdout(&out),
+        "rejected evil\\u{202e}word: no web address found\n"
+    );
 }

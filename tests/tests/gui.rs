@@ -373,6 +373,112 @@ fn dropped_links_and_bookmark_files_are_queued() {
 }
 
 #[test]
+fn a_big_dropped_file_is_sent_in_pieces_and_only_counts_come_back() {
+    gui(async {
+        let s = DesktopSession::launch().await;
+        s.click("pause-queue").await;
+        // 10 MB of junk with a link in every 1,000 lines.
+        s.js(
+            "const lines = Array.from({ length: 250000 }, (_, i) => i % 1000 === 999 ? `https://h${i % 7}.example/paper/${i}` : `junkword${i}xxxxxxxxxxxxxxxxxxxxxxxxxxx`);\
+             const dt = new DataTransfer();\
+             dt.items.add(new File([lines.join('\\n')], 'junk.txt', { type: 'text/plain' }));\
+             document.body.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));",
+            vec![],
+        )
+        .await;
+        s.wait_text(
+            "add-summary",
+            |t| t.replace(',', "") == "250 links queued 0 duplicates 249750 rejected.",
+            "the big drop to be counted",
+        )
+        .await;
+        // Each call to the backend is logged with the bytes it carried: the file went in
+        // pieces of at most 4 MB (plus the end of a line carried over), into one batch.
+        let log = s.app_log();
+        let calls: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("links added") && l.contains("source=\"drop\""))
+            .collect();
+        assert!(calls.len() >= 3, "the file went in pieces: {calls:#?}");
+        for call in &calls {
+            let bytes: u64 = call
+                .split("bytes=")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("no bytes in {call}"));
+            assert!(bytes <= 4 * 1024 * 1024 + 1024, "{call}");
+        }
+        let items = s
+            .js(
+                "return Array.from(document.querySelectorAll('#add-rejected li')).map((li) => li.textContent);",
+                vec![],
+            )
+            .await;
+        let items = items.as_array().expect("items");
+        assert_eq!(items.len(), 301);
+        assert_eq!(
+            items[0],
+            "junkword0xxxxxxxxxxxxxxxxxxxxxxxxxxx: no web address found"
+        );
+        assert_eq!(
+            items[300].as_str().map(|t| t.replace(',', "")),
+            Some("… and 249450 more rejected lines.".to_string())
+        );
+        // One drop, one batch, though it came in pieces.
+        let batches: i64 = s
+            .sql()
+            .query_row("SELECT count(DISTINCT batch_id) FROM jobs", [], |r| {
+                r.get(0)
+            })
+            .expect("batches");
+        assert_eq!(batches, 1);
+        s.screenshot("big-drop").await;
+        s.finish().await;
+    });
+}
+
+#[test]
+fn the_pause_host_button_pauses_and_resumes_an_ipv6_host() {
+    gui(async {
+        let s = DesktopSession::launch().await;
+        s.click("pause-queue").await;
+        s.type_into("urls", "http://[::1]:9/paper").await;
+        s.click("add").await;
+        let rows = s
+            .wait_rows(|r| all_status(r, 1, "pending"), "the IPv6 job")
+            .await;
+        select_row(&s, &rows[0]["id"]).await;
+        s.wait_text("d-pause-host", |t| t == "Pause ::1", "the host button")
+            .await;
+        s.click("d-pause-host").await;
+        s.wait_text(
+            "status",
+            |t| t == "::1 paused: no fetch for it starts until you resume it.",
+            "the host to be paused",
+        )
+        .await;
+        // The pause is on the key the job's host has.
+        let paused: i64 = s
+            .sql()
+            .query_row(
+                "SELECT count(*) FROM hosts h JOIN jobs j ON j.host = h.host WHERE h.manual_pause = 1",
+                [],
+                |r| r.get(0),
+            )
+            .expect("hosts");
+        assert_eq!(paused, 1);
+        s.wait_text("d-pause-host", |t| t == "Resume ::1", "the resume button")
+            .await;
+        s.screenshot("ipv6-host-paused").await;
+        s.click("d-pause-host").await;
+        s.wait_text("status", |t| t == "::1 resumed.", "the host to be resumed")
+            .await;
+        s.finish().await;
+    });
+}
+
+#[test]
 fn a_hostile_page_title_is_shown_as_text_and_runs_nothing() {
     gui(async {
         let server = FaultServer::start();

@@ -48,6 +48,30 @@ fn job_or_gone(store: &Store, id: i64) -> Result<Job, String> {
         .ok_or_else(|| format!("Job {id} no longer exists."))
 }
 
+/// Web text in a job as the page shows it: control and bidi characters escaped
+/// ([`intake::printable`]). A title holding U+202E would otherwise reverse the rest of its
+/// row and the details pane. The host stays as stored: it is the key the pause buttons send.
+fn shown_job(mut job: Job) -> Job {
+    let escape = |t: &mut String| {
+        if let std::borrow::Cow::Owned(escaped) = intake::printable(t) {
+            *t = escaped;
+        }
+    };
+    escape(&mut job.url);
+    for t in [
+        &mut job.final_url,
+        &mut job.title,
+        &mut job.error,
+        &mut job.content_type,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        escape(t);
+    }
+    job
+}
+
 /// Counts for the header bar.
 #[tauri::command]
 pub async fn stats(state: State<'_, DesktopState>) -> Result<Stats, String> {
@@ -66,26 +90,65 @@ pub async fn stats(state: State<'_, DesktopState>) -> Result<Stats, String> {
     Ok(stats)
 }
 
-/// What one paste or drop did, line by line, for the summary under the box.
+/// The most rejected lines one add sends to the page; the rest are only counted. A dropped
+/// 100 MB word list rejects millions of lines, and every one of them crossed the IPC bridge
+/// before the page kept its first 300.
+pub const REJECTED_SENT: usize = 300;
+
+/// What one paste or drop did, for the summary under the box: counts, the first
+/// [`REJECTED_SENT`] rejected lines, and the done duplicates (ids only) it can fetch again.
 #[derive(Debug, Default, Serialize)]
 pub struct AddSummary {
-    queued: Vec<String>,
-    duplicates: Vec<Duplicate>,
-    rejected: Vec<Rejected>,
-}
-
-/// A link already in the queue: the page can offer to fetch it again.
-#[derive(Debug, Serialize)]
-struct Duplicate {
-    id: i64,
-    url: String,
-    status: Status,
+    /// The batch the links went into, for a drop that sends a big file in several pieces.
+    batch: Option<i64>,
+    queued: u64,
+    duplicates: u64,
+    rejected: u64,
+    rejected_lines: Vec<Rejected>,
+    /// Duplicates already fetched: "fetch again" retries them.
+    refetch: Vec<i64>,
+    /// Dropped files refused whole as binary data (the page stops sending the rest of one).
+    binary_files: u64,
 }
 
 #[derive(Debug, Serialize)]
 struct Rejected {
     input: String,
     reason: String,
+}
+
+impl AddSummary {
+    fn reject(&mut self, input: String, reason: String) {
+        self.rejected += 1;
+        if self.rejected_lines.len() < REJECTED_SENT {
+            self.rejected_lines.push(Rejected { input, reason });
+        }
+    }
+
+    /// Queue one chunk of findings and count what became of them.
+    fn take(
+        &mut self,
+        intake: &mut intake::Intake<'_>,
+        found: &mut Vec<Found>,
+    ) -> Result<(), StoreError> {
+        for r in intake.enqueue(found)? {
+            match r {
+                Enqueued::Queued { .. } => self.queued += 1,
+                Enqueued::Duplicate { id, status, .. } => {
+                    self.duplicates += 1;
+                    if status == Status::Done {
+                        self.refetch.push(id);
+                    }
+                }
+            }
+        }
+        for f in found.drain(..) {
+            if let Found::Rejected { input, reason } = f {
+                self.reject(input, reason);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A file dropped on the window, as the page read it (bytes that are not UTF-8 become U+FFFD).
@@ -96,7 +159,8 @@ pub struct DroppedFile {
 }
 
 /// Queue the URLs found in pasted or dropped text, and in dropped files, as one batch. A file
-/// that holds binary data is rejected whole, by name, instead of line by line.
+/// that holds binary data is rejected whole, by name, instead of line by line. `batch` goes on
+/// with the batch of an earlier call: the page sends a big dropped file in pieces.
 ///
 /// Off the main thread, like every command that may take a while: a paste of 100,000 links
 /// takes seconds, and a synchronous command would freeze the window for all of them.
@@ -105,65 +169,80 @@ pub async fn add_urls(
     text: String,
     source: String,
     files: Option<Vec<DroppedFile>>,
+    batch: Option<i64>,
     state: State<'_, DesktopState>,
 ) -> Result<AddSummary, String> {
     write_then_wake(&state, move |store, worker| {
-        add_found(text, &source, files, store, worker)
+        add_found(
+            &text,
+            &source,
+            files.unwrap_or_default(),
+            batch,
+            store,
+            worker,
+        )
     })
     .await
 }
 
 fn add_found(
-    text: String,
+    text: &str,
     source: &str,
-    files: Option<Vec<DroppedFile>>,
+    files: Vec<DroppedFile>,
+    batch: Option<i64>,
     store: &Store,
     worker: &Worker,
 ) -> Result<AddSummary, String> {
     let source = if source == "drop" { "drop" } else { "paste" };
     let now = SystemClock.now_ms();
-    let mut summary = AddSummary::default();
-    let mut text = text;
-    for file in files.unwrap_or_default() {
-        if intake::looks_binary(&file.text) {
-            summary.rejected.push(Rejected {
-                input: file.name,
-                reason: "not text (it holds binary data); drop a text file with links in it, \
-                         or a bookmarks HTML file"
-                    .into(),
-            });
-        } else {
-            text.push('\n');
-            text.push_str(&file.text);
-        }
-    }
-    let found = intake::scan_text(&text);
-    let jobs: Vec<_> = found.iter().filter_map(Found::as_new_job).collect();
-    for f in &found {
-        if let Found::Rejected { input, reason } = f {
-            summary.rejected.push(Rejected {
-                input: input.clone(),
-                reason: reason.clone(),
-            });
-        }
-    }
-    if jobs.is_empty() {
-        return Ok(summary);
-    }
     let fail = store_error("Could not add to the queue");
-    let policy = worker.policy();
     let name = format!("{source} {}", rfc3339(now));
-    let (_, results) = store
-        .enqueue_batch(&name, source, &jobs, policy.max_retries, now)
-        .map_err(&fail)?;
-    for r in results {
-        match r {
-            Enqueued::Queued { url, .. } => summary.queued.push(url),
-            Enqueued::Duplicate { id, url, status } => {
-                summary.duplicates.push(Duplicate { id, url, status })
+    let max_retries = worker.policy().max_retries;
+    let mut intake = intake::Intake::new(store, name, source, max_retries, now, batch);
+    let mut summary = AddSummary::default();
+    let files_len: usize = files.iter().map(|f| f.text.len()).sum();
+    // Line by line and a chunk at a time, as `gleaner add --file` reads: neither the
+    // findings of a big drop nor a transaction grow with it.
+    let mut found = Vec::new();
+    for line in text.lines() {
+        intake::scan_line(line, &mut found);
+        if found.len() >= intake::CHUNK {
+            summary.take(&mut intake, &mut found).map_err(&fail)?;
+        }
+    }
+    for file in files {
+        let mut lines = match intake::text_lines(file.text.as_bytes()) {
+            Ok(lines) => lines,
+            Err(_) => {
+                summary.binary_files += 1;
+                summary.reject(
+                    file.name,
+                    "not text (it holds binary data); drop a text file with links in it, \
+                     or a bookmarks HTML file"
+                        .into(),
+                );
+                continue;
+            }
+        };
+        // Reading from memory cannot fail.
+        while let Ok(Some(line)) = lines.next_line() {
+            intake::scan_line(&line, &mut found);
+            if found.len() >= intake::CHUNK {
+                summary.take(&mut intake, &mut found).map_err(&fail)?;
             }
         }
     }
+    summary.take(&mut intake, &mut found).map_err(&fail)?;
+    summary.batch = intake.batch();
+    tracing::info!(
+        source,
+        bytes = text.len() + files_len,
+        batch = ?summary.batch,
+        queued = summary.queued,
+        duplicates = summary.duplicates,
+        rejected = summary.rejected,
+        "links added"
+    );
     Ok(summary)
 }
 
@@ -219,6 +298,7 @@ fn page_of_jobs(query: JobQuery, store: &Store) -> Result<JobPage, String> {
     let mut jobs = store.list_jobs(&filter).map_err(&fail)?;
     let more = jobs.len() > limit as usize;
     jobs.truncate(limit as usize);
+    let jobs = jobs.into_iter().map(shown_job).collect();
     filter.before_id = None;
     let total = store.count_jobs(&filter).map_err(&fail)?;
     Ok(JobPage { jobs, total, more })
@@ -255,10 +335,17 @@ pub struct JobDetails {
 pub async fn job_details(id: i64, state: State<'_, DesktopState>) -> Result<JobDetails, String> {
     let store = state.reader.clone();
     off_main(move || {
-        let job = job_or_gone(&store, id)?;
-        let attempts = store
+        let job = shown_job(job_or_gone(&store, id)?);
+        let mut attempts = store
             .attempts(id)
             .map_err(store_error("Could not read the job"))?;
+        for a in &mut attempts {
+            if let Some(e) = a.error.as_mut()
+                && let std::borrow::Cow::Owned(escaped) = intake::printable(e)
+            {
+                *e = escaped;
+            }
+        }
         Ok(JobDetails { job, attempts })
     })
     .await
@@ -414,14 +501,18 @@ pub fn set_host_paused(
 
 /// The settings panel, in the units a person types.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Every number is an `f64`, as the page's inputs give it: a count field of `u32` made a value
+/// such as 1e20 or 2.5 fail in the IPC layer ("invalid value: floating point …, expected
+/// u32") instead of reaching [`Settings::apply`], which names the field and its range.
 pub struct Settings {
     pub base_delay_secs: f64,
     pub max_delay_secs: f64,
-    pub max_retries: u32,
+    pub max_retries: f64,
     /// ± percent.
     pub jitter_percent: f64,
-    pub concurrency: u32,
-    pub per_host: u32,
+    pub concurrency: f64,
+    pub per_host: f64,
     pub timeout_secs: f64,
     /// Keep non-text content raw (true) or refuse it (false).
     pub keep_binary: bool,
@@ -435,10 +526,10 @@ impl Settings {
         Self {
             base_delay_secs: p.base_delay.as_secs_f64(),
             max_delay_secs: p.max_delay.as_secs_f64(),
-            max_retries: p.max_retries,
+            max_retries: f64::from(p.max_retries),
             jitter_percent: (p.jitter * 100.0).round(),
-            concurrency: p.concurrency,
-            per_host: p.per_host,
+            concurrency: f64::from(p.concurrency),
+            per_host: f64::from(p.per_host),
             timeout_secs: p.timeout.as_secs_f64(),
             keep_binary: p.keep_binary,
             keep_raw: p.keep_raw,
@@ -455,11 +546,12 @@ impl Settings {
                 Err(format!("{name} must be between {lo} and {hi} seconds."))
             }
         }
-        fn count(name: &str, v: u32, lo: u32, hi: u32) -> Result<u32, String> {
-            if (lo..=hi).contains(&v) {
-                Ok(v)
+        fn count(name: &str, v: f64, lo: u32, hi: u32) -> Result<u32, String> {
+            if v.fract() == 0.0 && (f64::from(lo)..=f64::from(hi)).contains(&v) {
+                // A whole number within u32's range: the cast is exact.
+                Ok(v as u32)
             } else {
-                Err(format!("{name} must be between {lo} and {hi}."))
+                Err(format!("{name} must be a whole number from {lo} to {hi}."))
             }
         }
         let base_delay = secs("Base delay", self.base_delay_secs, 1.0, 86_400.0)?;
@@ -470,7 +562,7 @@ impl Settings {
         if !(self.jitter_percent.is_finite() && (0.0..=100.0).contains(&self.jitter_percent)) {
             return Err("Jitter must be between 0 and 100 percent.".into());
         }
-        Ok(Policy {
+        let policy = Policy {
             base_delay,
             max_delay,
             max_retries: count("Max retries", self.max_retries, 0, 50)?,
@@ -481,7 +573,17 @@ impl Settings {
             keep_binary: self.keep_binary,
             keep_raw: self.keep_raw,
             ..base
-        })
+        };
+        // The fields the panel does not show (the maximum job age, the largest body) come
+        // from the stored policy; a stored value out of range is refused here too.
+        policy.check().map_err(|e| {
+            let mut text = e.to_string();
+            if let Some(first) = text.get(..1) {
+                text.replace_range(..1, &first.to_uppercase());
+            }
+            format!("{text}.")
+        })?;
+        Ok(policy)
     }
 }
 
@@ -659,10 +761,40 @@ mod tests {
             ),
             (
                 Settings {
-                    concurrency: 0,
+                    concurrency: 0.0,
                     ..ok.clone()
                 },
                 "Concurrent fetches",
+            ),
+            // Values the page's number inputs can send: each is refused naming the field and
+            // its range, not with a message about types.
+            (
+                Settings {
+                    max_retries: 1e20,
+                    ..ok.clone()
+                },
+                "Max retries must be a whole number from 0 to 50.",
+            ),
+            (
+                Settings {
+                    per_host: 2.5,
+                    ..ok.clone()
+                },
+                "Fetches per host must be a whole number from 1 to 16.",
+            ),
+            (
+                Settings {
+                    timeout_secs: 1.8446744073709552e19,
+                    ..ok.clone()
+                },
+                "Timeout must be between 1 and 600 seconds.",
+            ),
+            (
+                Settings {
+                    base_delay_secs: f64::INFINITY,
+                    ..ok.clone()
+                },
+                "Base delay must be between",
             ),
             (
                 Settings {
@@ -683,6 +815,78 @@ mod tests {
             let err = s.apply(Policy::default()).expect_err("out of range");
             assert!(err.contains(want), "{err:?} should mention {want:?}");
         }
+        // A stored value the panel does not show, out of range, is refused too.
+        let stored = Policy {
+            max_job_age: Duration::from_secs(u64::MAX / 1000),
+            ..Policy::default()
+        };
+        assert_eq!(
+            ok.apply(stored),
+            Err("The maximum job age must be from 1s to 1year.".to_string())
+        );
+        // The page sends JSON numbers; one far too big still reaches `apply`.
+        let sent = serde_json::json!({
+            "base_delay_secs": 30, "max_delay_secs": 300, "max_retries": 1e20,
+            "jitter_percent": 20, "concurrency": 4, "per_host": 2, "timeout_secs": 30,
+            "keep_binary": true, "keep_raw": false, "notifications": true
+        });
+        let s: Settings = serde_json::from_value(sent).expect("numbers deserialize");
+        assert!(s.apply(Policy::default()).is_err());
+    }
+
+    #[test]
+    fn web_text_reaches_the_page_with_bidi_and_control_characters_escaped() {
+        let store = Store::open_in_memory().expect("store");
+        let found = [intake::vet("http://[::1]:8080/a?b=c")];
+        let mut intake = intake::Intake::new(&store, "t".into(), "paste", 5, 1, None);
+        let Some(Enqueued::Queued { id, .. }) = intake.enqueue(&found).expect("enqueue").pop()
+        else {
+            panic!("queued")
+        };
+        let mut job = store.job(id).expect("read").expect("job");
+        job.title = Some("Invoice \u{202e}exe.txt\u{202c}".into());
+        job.error = Some("503 \u{2066}busy\u{1b}[2J".into());
+        job.final_url = Some("http://[::1]:8080/\u{200f}".into());
+        let shown = shown_job(job);
+        assert_eq!(
+            shown.title.as_deref(),
+            Some("Invoice \\u{202e}exe.txt\\u{202c}")
+        );
+        assert_eq!(shown.error.as_deref(), Some("503 \\u{2066}busy\\u{1b}[2J"));
+        assert_eq!(
+            shown.final_url.as_deref(),
+            Some("http://[::1]:8080/\\u{200f}")
+        );
+        // The URL and the host key are as stored: the pause button sends the host back.
+        assert_eq!(shown.url, "http://[::1]:8080/a?b=c");
+        assert_eq!(shown.host, "::1");
+        assert_eq!(intake::host_name(&shown.host).as_deref(), Ok("::1"));
+    }
+
+    #[test]
+    fn a_drop_returns_counts_and_a_few_hundred_rejected_lines() {
+        let store = Store::open_in_memory().expect("store");
+        let mut intake = intake::Intake::new(&store, "t".into(), "drop", 5, 1, None);
+        let mut summary = AddSummary::default();
+        let mut found = Vec::new();
+        for i in 0..(intake::CHUNK * 3) {
+            let line = if i % 100 == 0 {
+                format!("https://a.example/{i}")
+            } else {
+                format!("junk{i}")
+            };
+            intake::scan_line(&line, &mut found);
+            if found.len() >= intake::CHUNK {
+                summary.take(&mut intake, &mut found).expect("take");
+            }
+        }
+        summary.take(&mut intake, &mut found).expect("take");
+        assert_eq!(summary.queued, 300);
+        assert_eq!(summary.rejected, (intake::CHUNK * 3 - 300) as u64);
+        assert_eq!(summary.rejected_lines.len(), REJECTED_SENT);
+        assert_eq!(summary.rejected_lines[0].input, "junk1");
+        let json = serde_json::to_string(&summary).expect("json");
+        assert!(json.len() < 32 * 1024, "{} bytes to the page", json.len());
     }
 
     #[test]

@@ -393,9 +393,11 @@ fn announce_deaths<R: Runtime>(app: &tauri::AppHandle<R>) {
             return;
         }
     };
+    // The error may quote a server: its control and bidi characters are escaped, as in the
+    // window and the terminal.
     let reason = |j: &crate::engine::store::Job| {
         let e = j.error.as_deref().unwrap_or("failed");
-        e.split(" (").next().unwrap_or(e).to_string()
+        crate::engine::intake::printable(e.split(" (").next().unwrap_or(e)).into_owned()
     };
     let (title, body) = if let [job] = dead.as_slice() {
         (

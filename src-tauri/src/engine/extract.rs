@@ -14,6 +14,8 @@ use chardetng::{EncodingDetector, Iso2022JpDetection, Utf8Detection};
 use dom_smoothie::{Config, Readability, ReadabilityError, TextMode};
 use encoding_rs::{Encoding, UTF_8, UTF_16BE, UTF_16LE, WINDOWS_1252};
 
+use super::intake::is_bidi_control;
+
 /// What was extracted from one response body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Document {
@@ -448,8 +450,17 @@ fn resolve(base: &str, href: &str) -> String {
 
 /// Collapses whitespace; `None` for blank strings so empty tags don't shadow
 /// lower-priority sources. Control characters count as space: a page's `<title>` may hold
-/// `&#27;[2J`, and a title printed by `gleaner jobs show` must not drive the terminal.
+/// `&#27;[2J`, and a title printed by `gleaner jobs show` must not drive the terminal. Bidi
+/// controls (U+202E and the like, see [`is_bidi_control`]) are dropped: one in a title
+/// reorders the line it is shown on, in the window's table as in a terminal.
 fn clean(s: &str) -> Option<String> {
+    let kept: String;
+    let s = if s.contains(is_bidi_control) {
+        kept = s.chars().filter(|&c| !is_bidi_control(c)).collect();
+        &kept
+    } else {
+        s
+    };
     let joined = s
         .split(|c: char| c.is_whitespace() || c.is_control())
         .filter(|w| !w.is_empty())
@@ -906,6 +917,24 @@ mod tests {
             "{}",
             doc.text
         );
+    }
+
+    #[test]
+    fn bidi_controls_in_a_page_reach_neither_its_title_nor_its_metadata() {
+        // "txt.exe" shown as "exe.txt", and the rest of the row reversed after it.
+        let page = format!(
+            "<html><head><title>Invoice &#x202E;exe.txt&#x202C; and \u{2067}isolate\u{2069} \
+             \u{200f}mark\u{200e} \u{061c}arabic</title>\
+             <meta name=\"description\" content=\"d&#x202D;e&#x202A;f\"></head><body><article>\
+             <p>{}</p></article></body></html>",
+            "A paragraph of ordinary prose that is long enough to be read as content. ".repeat(8)
+        );
+        let doc = ok(page.as_bytes(), HTML);
+        assert_eq!(
+            doc.title.as_deref(),
+            Some("Invoice exe.txt and isolate mark arabic")
+        );
+        assert_eq!(doc.description.as_deref(), Some("def"));
     }
 
     #[test]

@@ -5,10 +5,26 @@
 //! over. Anything that looks like an attempt at an address (it has `scheme:`/`://` or starts with
 //! `www.`), or a line that is one lone word, is either queued or rejected with a reason.
 
+use std::io::{BufRead, BufReader, Cursor, Read};
+
 use serde::Serialize;
 use url::Url;
 
-use super::store::NewJob;
+use super::clock::Millis;
+use super::store::{Enqueued, NewJob, Store, StoreError};
+
+/// Why a file or standard input gave no links to scan.
+#[derive(Debug, thiserror::Error)]
+pub enum IntakeError {
+    /// The caller says what could not be read.
+    #[error(transparent)]
+    Read(#[from] std::io::Error),
+    /// What a caller says about it depends on where it came from (a dropped file, `--file`).
+    #[error("it is not text (it holds binary data)")]
+    Binary,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
 
 /// One finding in the input.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -51,19 +67,183 @@ const TRACKING_PARAMS: &[&str] = &[
 pub fn scan_text(text: &str) -> Vec<Found> {
     let mut out = Vec::new();
     for line in text.lines() {
-        let before = out.len();
-        for token in candidates(line) {
-            out.push(vet(token));
-        }
-        let trimmed = line.trim();
-        if out.len() == before && is_lone_word(trimmed) {
-            out.push(Found::Rejected {
-                input: shown(trimmed),
-                reason: no_address_reason(trimmed),
-            });
-        }
+        scan_line(line, &mut out);
     }
     out
+}
+
+/// Scan one line of free text, adding what it holds to `out`: what streaming intake does for
+/// every line of a file, so a file is never held whole.
+pub fn scan_line(line: &str, out: &mut Vec<Found>) {
+    let before = out.len();
+    for token in candidates(line) {
+        out.push(vet(token));
+    }
+    let trimmed = line.trim();
+    if out.len() == before && is_lone_word(trimmed) {
+        out.push(Found::Rejected {
+            input: shown(trimmed),
+            reason: no_address_reason(trimmed),
+        });
+    }
+}
+
+/// How much of the start of a file or standard input decides whether it is text.
+const HEAD_BYTES: usize = 64 * 1024;
+
+/// The longest line scanned as one. A longer one (a minified page, a file without line
+/// breaks) is cut at its last whitespace before this, or else here: memory stays bounded
+/// whatever the input, and no URL is this long ([`MAX_URL_LEN`]).
+pub const MAX_LINE_BYTES: usize = 1024 * 1024;
+
+/// The lines of a file or standard input, read a bounded piece at a time: a 100 MB file is
+/// never in memory at once. Bytes that are not UTF-8 become U+FFFD, line by line.
+pub struct Lines<R> {
+    reader: R,
+    /// What a cut long line left over, the start of the next one.
+    carry: Vec<u8>,
+}
+
+/// What [`text_lines`] reads through: the start it looked at, then the rest.
+pub type InputReader<R> = BufReader<std::io::Chain<Cursor<Vec<u8>>, R>>;
+
+/// Start reading text from `reader`. Its first 64 KiB decide whether it is text (see
+/// [`looks_binary`]): binary data is refused whole, before any of it is scanned, rather than
+/// echoed back as thousands of rejected lines. A NUL further on is read as part of a line
+/// (and escaped when it is echoed): by then links may already be queued.
+pub fn text_lines<R: Read>(mut reader: R) -> Result<Lines<InputReader<R>>, IntakeError> {
+    let mut head = Vec::with_capacity(HEAD_BYTES);
+    (&mut reader)
+        .take(HEAD_BYTES as u64)
+        .read_to_end(&mut head)?;
+    if looks_binary(&String::from_utf8_lossy(&head)) {
+        return Err(IntakeError::Binary);
+    }
+    Ok(Lines {
+        reader: BufReader::with_capacity(HEAD_BYTES, Cursor::new(head).chain(reader)),
+        carry: Vec::new(),
+    })
+}
+
+impl<R: BufRead> Lines<R> {
+    /// The next line without its line break, or `None` at the end.
+    pub fn next_line(&mut self) -> std::io::Result<Option<String>> {
+        let mut line = std::mem::take(&mut self.carry);
+        loop {
+            let avail = match self.reader.fill_buf() {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if avail.is_empty() {
+                return Ok((!line.is_empty()).then(|| decode_line(line)));
+            }
+            let room = &avail[..avail.len().min(MAX_LINE_BYTES - line.len())];
+            if let Some(end) = room.iter().position(|&b| b == b'\n') {
+                line.extend_from_slice(&room[..end]);
+                self.reader.consume(end + 1);
+                return Ok(Some(decode_line(line)));
+            }
+            let taken = room.len();
+            line.extend_from_slice(room);
+            self.reader.consume(taken);
+            if line.len() >= MAX_LINE_BYTES {
+                // At the last whitespace of the line's second half, else at a character's
+                // first byte: a cut there keeps every character whole.
+                let (cut, next) = match line.iter().rposition(u8::is_ascii_whitespace) {
+                    Some(ws) if ws > MAX_LINE_BYTES / 2 => (ws, ws + 1),
+                    _ => {
+                        let mut at = line.len() - 1;
+                        while at > line.len() - 4 && line[at] & 0xC0 == 0x80 {
+                            at -= 1;
+                        }
+                        let at = if line[at] & 0xC0 == 0x80 {
+                            line.len()
+                        } else {
+                            at
+                        };
+                        (at, at)
+                    }
+                };
+                self.carry = line.split_off(next);
+                line.truncate(cut);
+                return Ok(Some(decode_line(line)));
+            }
+        }
+    }
+}
+
+fn decode_line(mut line: Vec<u8>) -> String {
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    String::from_utf8(line).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Findings are queued this many at a time: a huge file's jobs go in a transaction per
+/// chunk, so neither its findings nor a transaction grow with the file.
+pub const CHUNK: usize = 10_000;
+
+/// One intake (a paste, a drop, `gleaner add`) queued as one batch, a chunk at a time. The
+/// first chunk with a new link makes the batch (so an intake of duplicates makes none); later
+/// chunks join it. An intake that fits one chunk is one transaction, as before.
+pub struct Intake<'a> {
+    store: &'a Store,
+    name: String,
+    source: &'a str,
+    max_retries: u32,
+    now: Millis,
+    batch: Option<i64>,
+}
+
+impl<'a> Intake<'a> {
+    /// `batch`: a batch this intake goes on with (the window sends a big file in pieces).
+    pub fn new(
+        store: &'a Store,
+        name: String,
+        source: &'a str,
+        max_retries: u32,
+        now: Millis,
+        batch: Option<i64>,
+    ) -> Self {
+        Self {
+            store,
+            name,
+            source,
+            max_retries,
+            now,
+            batch,
+        }
+    }
+
+    /// The batch the jobs went into, once one was made.
+    pub fn batch(&self) -> Option<i64> {
+        self.batch
+    }
+
+    /// Queue the links among `found`; each gets its result, in order.
+    pub fn enqueue(&mut self, found: &[Found]) -> Result<Vec<Enqueued>, StoreError> {
+        let jobs: Vec<NewJob> = found.iter().filter_map(Found::as_new_job).collect();
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        match self.batch {
+            Some(id) => self
+                .store
+                .enqueue(Some(id), &jobs, self.max_retries, self.now),
+            None => {
+                let (batch, results) = self.store.enqueue_batch(
+                    &self.name,
+                    self.source,
+                    &jobs,
+                    self.max_retries,
+                    self.now,
+                )?;
+                self.batch = batch;
+                Ok(results)
+            }
+        }
+    }
 }
 
 /// Scan command-line arguments: each argument must hold at least one address.
@@ -89,15 +269,17 @@ pub fn scan_args<S: AsRef<str>>(args: &[S]) -> Vec<Found> {
 /// names in their ASCII form. `Err` says why `input` names no host.
 pub fn host_name(input: &str) -> Result<String, String> {
     let t = input.trim();
+    // An IPv6 address without its brackets (`::1`, as a job's host column holds it).
+    if let Ok(ip) = t.parse::<std::net::Ipv6Addr>() {
+        return Ok(ip.to_string());
+    }
     let url = if t.contains("://") {
         Url::parse(t)
     } else {
         Url::parse(&format!("http://{t}"))
     };
     match url.ok().as_ref().and_then(Url::host_str) {
-        Some(host) if !host.is_empty() && !t.chars().any(char::is_whitespace) => {
-            Ok(host.to_string())
-        }
+        Some(host) if !host.is_empty() && !t.chars().any(char::is_whitespace) => Ok(host_key(host)),
         _ => Err(format!(
             "“{}” is not a host name; give one such as example.com, or a link on the host",
             shown(t)
@@ -122,13 +304,16 @@ fn shown(input: &str) -> String {
 /// Text from outside (a line of input, a page's title, an error quoting a server) with its
 /// control characters escaped (`\u{1b}`): an escape sequence printed raw would act on the
 /// terminal that prints it (clear it, retitle it, or on some terminals write the clipboard).
+/// Bidi controls ([`is_bidi_control`]) are escaped too: a right-to-left override in a title
+/// reorders the rest of the line it is shown on, in a terminal as in the window's table.
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.contains(char::is_control) {
+    let odd = |c: char| c.is_control() || is_bidi_control(c);
+    if !text.contains(odd) {
         return text.into();
     }
     text.chars()
         .map(|c| {
-            if c.is_control() {
+            if odd(c) {
                 c.escape_default().to_string()
             } else {
                 c.to_string()
@@ -136,6 +321,15 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
         })
         .collect::<String>()
         .into()
+}
+
+/// The invisible characters that change the order in which text around them is shown:
+/// embeddings and overrides (U+202A–U+202E), isolates (U+2066–U+2069), the left-to-right and
+/// right-to-left marks (U+200E, U+200F) and the Arabic letter mark (U+061C). They are not
+/// control characters to Unicode (they are "format" characters), so `char::is_control` misses
+/// them.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}')
 }
 
 /// Whether text decoded from a file or standard input is binary data rather than text: it
@@ -338,11 +532,17 @@ pub fn vet(input: &str) -> Found {
         input: input.to_string(),
         url: url.to_string(),
         key: normalize(&url),
-        host: host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_ascii_lowercase(),
+        host: host_key(host),
     }
+}
+
+/// The host as the queue stores it (a job's `host`, a `hosts` row): the URL parser's host
+/// (lower case, international names in ASCII, IPv6 compressed) without an IPv6 address's
+/// brackets. Pausing a host and queueing a job both go through here, so they agree.
+fn host_key(host: &str) -> String {
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase()
 }
 
 /// A host that cannot exist by definition; fetching it would only wait for DNS to say so.
@@ -485,6 +685,143 @@ mod tests {
             printable("Evil \u{1b}]0;pwned\u{7} \u{9b}31m\nline"),
             "Evil \\u{1b}]0;pwned\\u{7} \\u{9b}31m\\nline"
         );
+    }
+
+    #[test]
+    fn bidi_controls_from_the_web_are_printed_escaped() {
+        // U+202E makes "Invoice exe.txt" show as "Invoice txt.exe" and reverses what follows.
+        assert_eq!(
+            printable("Invoice \u{202e}exe.txt\u{202c} ok"),
+            "Invoice \\u{202e}exe.txt\\u{202c} ok"
+        );
+        for c in [
+            '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}', '\u{202e}', '\u{2066}', '\u{2067}',
+            '\u{2068}', '\u{2069}', '\u{200e}', '\u{200f}', '\u{061c}',
+        ] {
+            assert!(is_bidi_control(c), "{c:?}");
+            let shown = printable(&format!("a{c}b")).into_owned();
+            assert!(!shown.contains(c), "{c:?} reached {shown:?}");
+        }
+        // Right-to-left text itself is text, not a control.
+        assert_eq!(printable("שלום عربي"), "שלום عربي");
+        assert!(!is_bidi_control('\u{200d}'));
+        // A rejected line echoed back is escaped the same way.
+        let r = rejected(&scan_text("evil\u{202e}word"));
+        assert_eq!(r[0].0, "evil\\u{202e}word");
+    }
+
+    #[test]
+    fn an_ipv6_host_is_named_as_its_jobs_store_it() {
+        let Found::Url { host, .. } = vet("http://[::1]:8080/x") else {
+            panic!("an IPv6 link is taken")
+        };
+        assert_eq!(host, "::1");
+        for name in [
+            "[::1]",
+            "::1",
+            "http://[::1]:8080/x",
+            "[::1]:8080",
+            " [0:0::1] ",
+        ] {
+            assert_eq!(host_name(name).as_deref(), Ok(host.as_str()), "{name}");
+        }
+        let Found::Url { host, .. } = vet("https://[2001:DB8:0::1]/a") else {
+            panic!("an IPv6 link is taken")
+        };
+        assert_eq!(host, "2001:db8::1");
+        for name in [
+            "2001:db8::1",
+            "[2001:DB8::1]",
+            "https://[2001:db8:0:0::1]:443/b",
+        ] {
+            assert_eq!(host_name(name).as_deref(), Ok(host.as_str()), "{name}");
+        }
+        assert!(host_name("[::1").is_err());
+        assert!(host_name("[nothex]").is_err());
+    }
+
+    fn all_lines(bytes: &[u8]) -> Vec<String> {
+        let mut lines = text_lines(bytes).expect("text");
+        let mut out = Vec::new();
+        while let Some(line) = lines.next_line().expect("read") {
+            out.push(line);
+        }
+        out
+    }
+
+    #[test]
+    fn input_is_read_line_by_line_as_str_lines_would() {
+        assert_eq!(
+            all_lines(b"a\r\nb\n\nc\xff\nlast"),
+            vec!["a", "b", "", "c\u{fffd}", "last"]
+        );
+        assert_eq!(all_lines(b"one\n"), vec!["one"]);
+        assert!(all_lines(b"").is_empty());
+        // Binary data is told from its start, as a whole text would be.
+        let noise: Vec<u8> = (0..4096u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect();
+        assert!(matches!(text_lines(&noise[..]), Err(IntakeError::Binary)));
+        assert!(matches!(
+            text_lines(&b"https://a.example/\0"[..]),
+            Err(IntakeError::Binary)
+        ));
+    }
+
+    #[test]
+    fn a_line_longer_than_the_limit_is_cut_without_losing_a_link_or_a_character() {
+        // Prose with a link past the limit: cut at a space, so the link stays whole.
+        let mut text = "word ".repeat(MAX_LINE_BYTES / 5 + 10);
+        text.push_str("https://late.example/page and more\n");
+        let lines = all_lines(text.as_bytes());
+        assert!(lines.len() >= 2, "{}", lines.len());
+        assert!(lines.iter().all(|l| l.len() <= MAX_LINE_BYTES));
+        assert_eq!(
+            lines.concat().matches("word").count(),
+            MAX_LINE_BYTES / 5 + 10
+        );
+        assert_eq!(
+            urls(&scan_text(&lines.join("\n"))),
+            vec!["https://late.example/page"]
+        );
+        // No whitespace at all, in characters of two bytes: cut between characters.
+        let word = "é".repeat(MAX_LINE_BYTES);
+        let lines = all_lines(word.as_bytes());
+        assert!(lines.len() >= 2);
+        assert!(
+            lines
+                .iter()
+                .all(|l| l.len() <= MAX_LINE_BYTES && !l.contains('\u{fffd}'))
+        );
+        assert_eq!(lines.concat(), word);
+    }
+
+    #[test]
+    fn an_intake_in_chunks_is_one_batch_and_makes_none_of_duplicates() {
+        let store = Store::open_in_memory().expect("store");
+        let found = |from: usize, to: usize| -> Vec<Found> {
+            (from..to)
+                .map(|i| vet(&format!("https://a.example/{i}")))
+                .collect()
+        };
+        let mut intake = Intake::new(&store, "big".into(), "file", 5, 1_000, None);
+        assert_eq!(intake.enqueue(&found(0, 3)).expect("enqueue").len(), 3);
+        let batch = intake.batch().expect("a batch");
+        assert_eq!(intake.enqueue(&found(3, 6)).expect("enqueue").len(), 3);
+        assert_eq!(intake.batch(), Some(batch));
+        let batches = store.batches(10).expect("batches");
+        assert_eq!(batches.len(), 1, "{batches:?}");
+        assert_eq!(batches[0].jobs, 6);
+        // Only duplicates: no batch.
+        let mut again = Intake::new(&store, "again".into(), "file", 5, 2_000, None);
+        let results = again.enqueue(&found(0, 6)).expect("enqueue");
+        assert!(
+            results
+                .iter()
+                .all(|r| matches!(r, Enqueued::Duplicate { .. }))
+        );
+        assert_eq!(again.batch(), None);
+        assert_eq!(store.batches(10).expect("batches").len(), 1);
     }
 
     #[test]

@@ -243,9 +243,76 @@ impl Default for Policy {
 /// Retry-After values are clamped to this, so a bad header or a clock jump cannot park a job.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(6 * 3600);
 
+/// The values a duration or size setting may take, wherever it comes from (a flag, the
+/// stored settings). The bounds keep every sum and conversion the engine does with them in
+/// range: a `--timeout` of u64::MAX seconds panicked when added to an `Instant`, and a
+/// `--max-job-age` of 300,000,000 years wrapped around as i64 milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Range<T> {
+    pub min: T,
+    pub max: T,
+}
+
+impl Range<Duration> {
+    pub fn contains(&self, d: Duration) -> bool {
+        (self.min..=self.max).contains(&d)
+    }
+
+    /// "from 1ms to 24h", in the forms the flags take.
+    pub fn describe(&self) -> String {
+        format!(
+            "from {} to {}",
+            humantime::format_duration(self.min),
+            humantime::format_duration(self.max)
+        )
+    }
+}
+
+impl Range<u64> {
+    pub fn contains(&self, n: u64) -> bool {
+        (self.min..=self.max).contains(&n)
+    }
+
+    /// "from 1B to 4GB".
+    pub fn describe(&self) -> String {
+        fn size(n: u64) -> String {
+            const UNITS: [(u64, &str); 3] = [(1 << 30, "GB"), (1 << 20, "MB"), (1 << 10, "KB")];
+            match UNITS.iter().find(|(u, _)| n >= *u && n.is_multiple_of(*u)) {
+                Some((u, name)) => format!("{}{name}", n / u),
+                None => format!("{n}B"),
+            }
+        }
+        format!("from {} to {}", size(self.min), size(self.max))
+    }
+}
+
+const fn span(min: Duration, max: Duration) -> Range<Duration> {
+    Range { min, max }
+}
+
+/// `--base-delay`.
+pub const BASE_DELAY_RANGE: Range<Duration> =
+    span(Duration::from_millis(1), Duration::from_secs(24 * 3600));
+/// `--max-delay`.
+pub const MAX_DELAY_RANGE: Range<Duration> =
+    span(Duration::from_millis(1), Duration::from_secs(7 * 24 * 3600));
+/// `--max-job-age`: up to a (Julian) year, which humantime spells "1year".
+pub const MAX_JOB_AGE_RANGE: Range<Duration> =
+    span(Duration::from_secs(1), Duration::from_secs(31_557_600));
+/// `--timeout`: a request's whole time; the lease is twice this.
+pub const TIMEOUT_RANGE: Range<Duration> =
+    span(Duration::from_millis(1), Duration::from_secs(3600));
+/// `--max-body`: the body is held in memory while it is extracted.
+pub const MAX_BODY_RANGE: Range<u64> = Range {
+    min: 1,
+    max: 4 << 30,
+};
+
 /// A policy that cannot work as meant.
 #[derive(Debug, PartialEq, thiserror::Error)]
 pub enum PolicyError {
+    #[error("the {what} must be {range}")]
+    OutOfRange { what: &'static str, range: String },
     #[error("the base delay must be more than 0 s: a retry would come at once, again and again")]
     NoBaseDelay,
     #[error(
@@ -286,6 +353,25 @@ impl Policy {
         }
         if self.max_body == 0 {
             return Err(PolicyError::NoBody);
+        }
+        for (what, d, range) in [
+            ("base delay", self.base_delay, BASE_DELAY_RANGE),
+            ("delay cap", self.max_delay, MAX_DELAY_RANGE),
+            ("maximum job age", self.max_job_age, MAX_JOB_AGE_RANGE),
+            ("timeout", self.timeout, TIMEOUT_RANGE),
+        ] {
+            if !range.contains(d) {
+                return Err(PolicyError::OutOfRange {
+                    what,
+                    range: range.describe(),
+                });
+            }
+        }
+        if !MAX_BODY_RANGE.contains(self.max_body) {
+            return Err(PolicyError::OutOfRange {
+                what: "largest body",
+                range: MAX_BODY_RANGE.describe(),
+            });
         }
         for (which, n) in [
             ("network", self.network_retries),
