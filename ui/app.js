@@ -87,6 +87,7 @@ function localTime(iso) {
 
 const counts = $('counts');
 const queueState = $('queue-state');
+let wasStalled = false;
 const pauseButton = $('pause-queue');
 let queuePaused = false;
 let pausedHosts = new Set();
@@ -120,6 +121,11 @@ function renderStats(stats) {
   queueState.classList.toggle('queue-stalled', Boolean(stalled));
   if (stalled) {
     notes.push(`Paused: ${String(stalled.reason)}. No fetch starts and no retry is spent; Gleaner checks again by itself (next ${countdown(stalled.next_probe_at)}) and goes on once this is fixed.`);
+  }
+  // The footer says it too, once, so it never keeps saying "Ready." over a stopped queue.
+  if (Boolean(stalled) !== wasStalled) {
+    wasStalled = Boolean(stalled);
+    say(stalled ? `Paused: ${String(stalled.reason)}.` : 'Going on: there is room again.', Boolean(stalled));
   }
   if (stats.offline) {
     notes.push(`Offline: ${String(stats.offline.reason)}. Nothing is fetched and no retries are spent until the network is back; next check ${countdown(stats.offline.next_probe_at)}.`);

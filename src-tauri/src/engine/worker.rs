@@ -130,6 +130,8 @@ pub const STALL_PATIENCE: Duration = Duration::from_secs(45);
 const PROBE_FREE_BYTES: u64 = 1 << 20;
 /// ...and writes this much there, to know it can (a read-only or forbidden folder has room).
 const PROBE_BYTES: usize = 4096;
+/// Room kept in reserve beside the database for the queue's own writes on a full disk.
+const RESERVE_BYTES: u64 = 1 << 20;
 /// How often a stall on a full disk looks for room (a statvfs, nothing written).
 const ROOM_CHECK_MS: Millis = 1_000;
 
@@ -329,6 +331,7 @@ impl Worker {
             self.reconcile_clock(true).await?;
             run.summary.recovered += self.recover().await? as u64;
             self.clean_library();
+            self.take_reserve();
             run.started = true;
         }
         self.reconcile_clock(false).await?;
@@ -454,7 +457,10 @@ impl Worker {
         // at once, while the probe that writes keeps its backoff.
         let disk_full = stall.state.kind == StallKind::DiskFull;
         let at = if disk_full {
-            stall.state.next_probe_at.min(self.clock.now_ms() + ROOM_CHECK_MS)
+            stall
+                .state
+                .next_probe_at
+                .min(self.clock.now_ms() + ROOM_CHECK_MS)
         } else {
             stall.state.next_probe_at
         };
@@ -484,13 +490,65 @@ impl Worker {
         Ok(())
     }
 
-    /// Whether the library's and the database's file systems have room again (statvfs only).
+    /// Whether the library's and the database's file systems have room again (statvfs only),
+    /// the database's counting the reserve it gave up (see [`Worker::release_reserve`]).
     fn has_room(&self) -> bool {
-        let db_dir = self.store.path().and_then(Path::parent);
-        [Some(self.library.root()), db_dir]
-            .into_iter()
-            .flatten()
-            .all(|dir| free_bytes(dir).is_none_or(|free| free >= PROBE_FREE_BYTES))
+        let library = free_bytes(self.library.root()).is_none_or(|f| f >= PROBE_FREE_BYTES);
+        let database = match self.reserve_path() {
+            Some(reserve) => {
+                let want = PROBE_FREE_BYTES + if reserve.exists() { 0 } else { RESERVE_BYTES };
+                reserve
+                    .parent()
+                    .and_then(free_bytes)
+                    .is_none_or(|f| f >= want)
+            }
+            None => true,
+        };
+        library && database
+    }
+
+    /// A file of [`RESERVE_BYTES`] beside the database, given up when the disk fills so that
+    /// the queue can still record what it holds (a full disk refuses the very writes that put
+    /// jobs back), and taken again once there is room. As CockroachDB's ballast file does.
+    fn reserve_path(&self) -> Option<PathBuf> {
+        self.store
+            .path()
+            .and_then(Path::parent)
+            .map(|dir| dir.join(".gleaner-reserve"))
+    }
+
+    /// Take the reserve, if it is not there (at start, and once a stall clears).
+    fn take_reserve(&self) {
+        let Some(path) = self.reserve_path() else {
+            return;
+        };
+        tokio::task::spawn_blocking(move || {
+            use std::io::Write as _;
+            if std::fs::metadata(&path).is_ok_and(|m| m.len() >= RESERVE_BYTES) {
+                return;
+            }
+            let written = std::fs::File::create(&path).and_then(|mut f| {
+                f.write_all(&vec![0u8; RESERVE_BYTES as usize])?;
+                f.sync_all()
+            });
+            if let Err(e) = written {
+                // A disk already full: the stall will say so; nothing is held back for it.
+                let _ = std::fs::remove_file(&path);
+                tracing::debug!(error = %e, "cannot keep room in reserve for the queue");
+            }
+        });
+    }
+
+    /// Give the reserve up to the database: the disk is full.
+    fn release_reserve(&self) {
+        if let Some(path) = self.reserve_path()
+            && std::fs::remove_file(&path).is_ok()
+        {
+            tracing::info!(
+                "gave the queue the {} KiB it keeps in reserve, so it can record what it holds",
+                RESERVE_BYTES / 1024
+            );
+        }
     }
 
     /// One transaction: commit the finished jobs, claim up to `free` more. Logs and events are
@@ -594,6 +652,9 @@ impl Worker {
         stall.recorded = false;
         let state = stall.state.clone();
         drop(slot);
+        if kind == StallKind::DiskFull {
+            self.release_reserve();
+        }
         if fresh {
             tracing::error!(
                 "Paused: {}. No job starts and no retry is spent until this is fixed; Gleaner checks again by itself (next in {}).",
@@ -622,19 +683,25 @@ impl Worker {
             stall.state.reason
         );
         self.health.send_replace(None);
+        self.take_reserve();
         self.wake();
     }
 
     /// A cheap check that the stall's cause has cleared: a small write to the library folder
     /// and one to the database (which also clears the recorded stall).
     async fn probe(&self) -> Result<(), (StallKind, String)> {
+        if !self.has_room()
+            && let Some(stall) = self.stall_state()
+        {
+            return Err((stall.kind, stall.reason));
+        }
         let root = self.library.root().to_path_buf();
         let file = root.join(format!(".gleaner-probe-{}.tmp", self.owner));
         let written = tokio::task::spawn_blocking(move || probe_write(&root, &file)).await;
         match written {
             Ok(Ok(())) => {}
             Ok(Err((path, e))) => {
-                return Err(library_fault(&path, &e).unwrap_or_else(|| {
+                return Err(library_fault(self.library.root(), &e).unwrap_or_else(|| {
                     (
                         StallKind::Library,
                         format!("cannot write to the library ({}): {e}", path.display()),
@@ -968,7 +1035,7 @@ impl Worker {
                         );
                         // Nobody's fault on the web: the job goes back, and nothing starts
                         // until the disk has room again.
-                        if let Some((kind, reason)) = library_fault(&path, &source) {
+                        if let Some((kind, reason)) = library_fault(self.library.root(), &source) {
                             self.stall_begin(kind, reason);
                             return (claimed, Finish::Local(failure));
                         }
@@ -1118,14 +1185,14 @@ fn finish_message(finish: &Finish) -> &str {
     }
 }
 
-/// A write to the library that failed for a reason of this machine's, which stalls the queue
-/// rather than fail the job: what it is, in words that say what to do.
-fn library_fault(path: &Path, e: &std::io::Error) -> Option<(StallKind, String)> {
+/// A write to the library (at `root`) that failed for a reason of this machine's, which stalls
+/// the queue rather than fail the job: what it is, in words that say what to do.
+fn library_fault(root: &Path, e: &std::io::Error) -> Option<(StallKind, String)> {
     use std::io::ErrorKind;
     const ENOSPC: i32 = 28;
     const EDQUOT: i32 = 122;
     const EROFS: i32 = 30;
-    let where_ = path.parent().unwrap_or(path).display();
+    let where_ = root.display();
     match (e.kind(), e.raw_os_error()) {
         (ErrorKind::StorageFull, _) | (_, Some(ENOSPC)) => Some((
             StallKind::DiskFull,
