@@ -98,7 +98,15 @@ fn open_window(data_dir: PathBuf) -> anyhow::Result<()> {
         Store::open(&db_path(&data_dir))
             .with_context(|| format!("cannot open the queue in {}", data_dir.display()))?,
     );
-    let policy = store.load_policy()?;
+    let mut policy = store.load_policy()?;
+    // Saved by an older Gleaner before settings were range-checked: run on the defaults rather
+    // than on a setting that cannot work, and say which.
+    if let Err(e) = policy.check() {
+        tracing::warn!(
+            "the saved settings cannot be used ({e}); running on the defaults until they are saved again"
+        );
+        policy = crate::engine::policy::Policy::default();
+    }
     let library_root = data_dir.join("library");
     let worker = Worker::new(
         store.clone(),
