@@ -1,0 +1,12 @@
+//! AFL harness: `cargo afl fuzz -i corpus/html -o out/html target/release/html` (docs/ARCHITECTURE.md).
+
+
+use gleaner_fuzz as targets;
+
+fn main() {
+    // No panic hook: a panic that extraction catches itself (pdf-extract's) is handled the way
+    // the app handles it, as an error; one that escapes still aborts, and AFL sees a crash.
+    afl::fuzz_nohook!(|data: &[u8]| {
+        let _ = targets::html(data);
+    });
+}
