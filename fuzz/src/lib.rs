@@ -87,11 +87,13 @@ pub fn html(data: &[u8]) -> Result<Document, ExtractError> {
         None => (Some("text/html".to_string()), data),
     };
     let body = &body[..body.len().min(max_body())];
-    let doc = extract::extract(
-        body,
-        content_type.as_deref(),
-        "https://fuzz.example/dir/page.html",
-    );
+    let doc = on_worker_stack(|| {
+        extract::extract(
+            body,
+            content_type.as_deref(),
+            "https://fuzz.example/dir/page.html",
+        )
+    });
     if let Ok(d) = &doc {
         check_document(d);
     }
@@ -102,11 +104,29 @@ pub fn html(data: &[u8]) -> Result<Document, ExtractError> {
 /// `extract` and come back as an `Unparsable` error, which is what the app sees.
 pub fn pdf(data: &[u8]) -> Result<Document, ExtractError> {
     let body = &data[..data.len().min(max_body())];
-    let doc = extract::extract(body, Some("application/pdf"), "https://fuzz.example/a.pdf");
+    let doc = on_worker_stack(|| {
+        extract::extract(body, Some("application/pdf"), "https://fuzz.example/a.pdf")
+    });
     if let Ok(d) = &doc {
         check_document(d);
     }
     doc
+}
+
+/// The stack extraction gets in the app: `Library::save` runs on tokio's blocking pool, whose
+/// threads have 2 MiB. A recursion too deep for that (deeply nested markup) would kill the app,
+/// so it must crash here too rather than pass on the main thread's 8 MiB.
+fn on_worker_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| {
+        let thread = std::thread::Builder::new()
+            .stack_size(2 * 1024 * 1024)
+            .spawn_scoped(scope, f)
+            .expect("spawn the extraction thread");
+        // A panic that escaped extraction goes on in the caller, where AFL sees it.
+        thread
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
 }
 
 fn check_document(d: &Document) {
