@@ -133,7 +133,9 @@ fn check_document(d: &Document) {
     // Extracted text goes into Markdown files that people `cat`.
     if matches!(d.kind, DocKind::Html | DocKind::Pdf) {
         assert!(
-            !d.text.chars().any(|c| c.is_control() && c != '\n' && c != '\t'),
+            !d.text
+                .chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t'),
             "control characters in the text"
         );
     }

@@ -1,5 +1,4 @@
-//! AFL harness: `cargo afl fuzz -i corpus/html -o out/html target/release/html` (docs/ARCHITECTURE.md).
-
+//! AFL harness for `targets::html`: `./fuzz.sh html 600` (docs/ARCHITECTURE.md, "Fuzzing").
 
 use gleaner_fuzz as targets;
 

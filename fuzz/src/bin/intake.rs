@@ -1,5 +1,4 @@
-//! AFL harness: `cargo afl fuzz -i corpus/intake -o out/intake target/release/intake` (docs/ARCHITECTURE.md).
-
+//! AFL harness for `targets::intake`: `./fuzz.sh intake 600` (docs/ARCHITECTURE.md, "Fuzzing").
 
 use gleaner_fuzz as targets;
 

@@ -1,5 +1,4 @@
-//! AFL harness: `cargo afl fuzz -i corpus/pdf -o out/pdf target/release/pdf` (docs/ARCHITECTURE.md).
-
+//! AFL harness for `targets::pdf`: `./fuzz.sh pdf 600` (docs/ARCHITECTURE.md, "Fuzzing").
 
 use gleaner_fuzz as targets;
 

@@ -1,5 +1,4 @@
-//! AFL harness: `cargo afl fuzz -i corpus/retry_after -o out/retry_after target/release/retry_after` (docs/ARCHITECTURE.md).
-
+//! AFL harness for `targets::retry_after`: `./fuzz.sh retry_after 600` (docs/ARCHITECTURE.md, "Fuzzing").
 
 use gleaner_fuzz as targets;
 
