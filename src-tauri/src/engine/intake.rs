@@ -397,11 +397,14 @@ const REFUSED_SCHEMES: &[&str] = &[
 fn tokens(line: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = None;
+    // Where the next `]` is, found once per `]` rather than once per `[`: a line of many
+    // `://[` without a `]` was searched to its end for each one (quadratic).
+    let mut next_close: Option<Option<usize>> = None;
     let mut rest = line.char_indices();
     while let Some((i, c)) = rest.next() {
         if c == '['
             && line[..i].ends_with("://")
-            && let Some(len) = line[i + 1..].find(']').filter(|&len| {
+            && let Some(len) = next_close_after(line, i, &mut next_close).filter(|&len| {
                 len > 0
                     && line[i + 1..i + 1 + len]
                         .chars()
@@ -424,6 +427,21 @@ fn tokens(line: &str) -> Vec<&str> {
         out.push(&line[s..]);
     }
     out
+}
+
+/// The distance from the `[` at `i` to the first `]` after it, if any. `cache` holds the last
+/// `]` found (or that there is none after it), which stays the answer until `i` passes it.
+fn next_close_after(line: &str, i: usize, cache: &mut Option<Option<usize>>) -> Option<usize> {
+    let close = match *cache {
+        Some(Some(at)) if at > i => Some(at),
+        Some(None) => None,
+        _ => {
+            let found = line[i + 1..].find(']').map(|len| i + 1 + len);
+            *cache = Some(found);
+            found
+        }
+    };
+    close.map(|at| at - i - 1)
 }
 
 fn candidates(line: &str) -> Vec<&str> {
@@ -477,14 +495,19 @@ fn scheme_start(before: &str) -> usize {
 
 /// Drop sentence punctuation and unbalanced closing parentheses after a URL in prose.
 fn trim_trailing(s: &str) -> &str {
+    // The parentheses are counted once and kept up to date: recounting them for each `)`
+    // dropped made a long run of them quadratic (minutes for a 100 KB line).
+    let open = s.matches('(').count();
+    let mut close = s.matches(')').count();
     let mut s = s;
     loop {
-        let before = s;
+        let before = s.len();
         s = s.trim_end_matches(['.', ',', ';', ':', '!', '?', '*']);
-        if s.ends_with(')') && s.matches(')').count() > s.matches('(').count() {
+        if s.ends_with(')') && close > open {
             s = &s[..s.len() - 1];
+            close -= 1;
         }
-        if s == before {
+        if s.len() == before {
             return s;
         }
     }
@@ -938,6 +961,28 @@ mod tests {
         let r = rejected(&scan_text(&format!("https://{long}.example/")));
         assert!(r[0].0.ends_with("… (100017 characters)"), "{}", r[0].0);
         assert_eq!(r[0].1, "address longer than 8192 characters");
+    }
+
+    #[test]
+    fn long_runs_of_parentheses_and_brackets_are_scanned_in_linear_time() {
+        // Each `)` trimmed used to recount the token's parentheses, and each `[` after `://`
+        // searched the rest of the line for a `]`: minutes for a line of a dropped file.
+        let parens = format!("see http://x.example/a{}.", ")".repeat(20_000));
+        let brackets = "://[".repeat(250_000);
+        let start = std::time::Instant::now();
+        assert_eq!(trim_trailing(&parens[4..]), "http://x.example/a");
+        assert_eq!(tokens(&brackets).len(), 250_000);
+        let took = start.elapsed();
+        assert!(took < std::time::Duration::from_secs(1), "took {took:?}");
+        // What is kept is unchanged: balanced parentheses stay, an IPv6 host stays whole.
+        assert_eq!(
+            urls(&scan_text(&format!("{parens}\n(https://w.example/a_(b)).")))[1..],
+            ["https://w.example/a_(b)"]
+        );
+        assert_eq!(
+            urls(&scan_text("http://[::1]:1/a [x] http://[::2]/b]")),
+            ["http://[::1]:1/a", "http://[::2]/b"]
+        );
     }
 
     #[test]
