@@ -1,5 +1,6 @@
 //! A full disk is nobody's fault on the web: no retry is spent, no job dies, the queue waits
 //! for space and goes on by itself. On a real small tmpfs (the tests run as root, as CI does).
+//! A database that errors for another reason stalls the queue the same way.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -214,4 +215,72 @@ fn run_until_idle_on_a_disk_that_stays_full_says_so_and_loses_nothing() {
         )
         .expect("counts");
     assert_eq!((done, dead, spent), (60, 0, 0));
+}
+
+/// The queue's table goes missing under a running worker (as a damaged or half-restored
+/// database would look): the worker stalls with the database's own words, probes, and goes on
+/// by itself once the table is back, with no job dead and no retry spent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_error_stalls_the_worker_with_its_reason_until_it_clears() {
+    let server = FaultServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("gleaner.db");
+    let store = Arc::new(Store::open(&path).expect("store"));
+    let clock = ManualClock::new(T0);
+    let worker = Worker::new(
+        store.clone(),
+        clock.clone(),
+        Library::new(dir.path().join("library")),
+        Policy::default(),
+    )
+    .expect("worker");
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let w = worker.clone();
+    let run = tokio::spawn(async move { w.run(RunMode::Forever, stop_rx).await });
+    let other = rusqlite::Connection::open(&path).expect("second connection");
+    other
+        .busy_timeout(Duration::from_secs(10))
+        .expect("timeout");
+    other
+        .execute_batch("ALTER TABLE jobs RENAME TO jobs_away")
+        .expect("hide the jobs");
+    worker.wake();
+    wait_for("the stall", || worker.stalled().is_some()).await;
+    let stall = worker.stalled().expect("stalled");
+    assert_eq!(stall.kind, StallKind::Database);
+    assert!(stall.reason.contains("no such table"), "{}", stall.reason);
+    assert!(
+        stall.reason.contains(&path.display().to_string()),
+        "{}",
+        stall.reason
+    );
+    // Probes that pass the write but not the queue keep it stalled, backing off.
+    for _ in 0..3 {
+        clock.advance(Duration::from_secs(5));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        worker.stalled().is_some(),
+        "cleared while the table is gone"
+    );
+    assert!(worker.stalled().expect("stalled").probes >= 2);
+
+    other
+        .execute_batch("ALTER TABLE jobs_away RENAME TO jobs")
+        .expect("restore the jobs");
+    let urls: Vec<String> = (0..5).map(|n| server.url(&format!("/ok/db-{n}"))).collect();
+    let ids = enqueue_all(&store, &urls);
+    wait_for("every job done", || {
+        clock.advance(Duration::from_secs(1));
+        worker.wake();
+        store.stats(T0).expect("stats").done == ids.len() as u64
+    })
+    .await;
+    assert!(worker.stalled().is_none());
+    for &id in &ids {
+        let job = store.job(id).expect("job").expect("row");
+        assert_eq!((job.status, job.retries_used), (Status::Done, 0));
+    }
+    stop.send(true).expect("stop");
+    run.await.expect("join").expect("run");
 }

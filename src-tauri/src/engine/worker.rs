@@ -80,6 +80,8 @@ pub struct Worker {
     health: watch::Sender<Option<StallState>>,
     /// The clock offset last reconciled with the store (see `store::clock_jump`).
     clock_offset: Mutex<Option<(String, Millis)>>,
+    /// When the last stall cleared (boot clock) and the probes it had taken.
+    last_stall: Mutex<Option<(Millis, u32)>>,
 }
 
 /// A stall as this worker holds it: the shared state, plus what only this process knows.
@@ -124,6 +126,8 @@ const FOREIGN_RUNNING_RECHECK: Duration = Duration::from_millis(500);
 /// A stalled worker probes after 1 s, then twice as long each time, up to this: space freed
 /// is noticed within this long.
 const STALL_PROBE_MAX: Duration = Duration::from_secs(5);
+/// A stall within this long of the last one's end keeps that one's backoff.
+const STALL_MEMORY: Duration = Duration::from_secs(60);
 /// How long `run --until-idle` waits for a stall to clear before it gives up (and says why).
 pub const STALL_PATIENCE: Duration = Duration::from_secs(45);
 /// The probe wants this much free in the library folder: room for a page, not just a byte.
@@ -165,6 +169,7 @@ impl Worker {
             stall: Mutex::new(None),
             health: watch::channel(None).0,
             clock_offset: Mutex::new(None),
+            last_stall: Mutex::new(None),
         }))
     }
 
@@ -630,7 +635,20 @@ impl Worker {
         let Ok(mut slot) = self.stall.lock() else {
             return;
         };
-        let probes = slot.as_ref().map_or(0, |s| s.state.probes + 1);
+        // A stall that comes back soon after one cleared (the probe passed, the real work still
+        // fails) goes on with the backoff it had, so the two never take turns every second.
+        let recent = self
+            .last_stall
+            .lock()
+            .ok()
+            .and_then(|l| *l)
+            .filter(|&(at, _)| boot - at < STALL_MEMORY.as_millis() as Millis)
+            .map(|(_, probes)| probes + 1);
+        let probes = slot
+            .as_ref()
+            .map(|s| s.state.probes + 1)
+            .or(recent)
+            .unwrap_or(0);
         let wait = stall_probe_wait(probes);
         let fresh = slot.is_none();
         let stall = slot.get_or_insert_with(|| Stall {
@@ -677,6 +695,9 @@ impl Worker {
             return;
         };
         let took = Duration::from_millis((self.clock.boot_ms() - stall.began_boot).max(0) as u64);
+        if let Ok(mut last) = self.last_stall.lock() {
+            *last = Some((self.clock.boot_ms(), stall.state.probes));
+        }
         tracing::info!(
             "Resumed after {}: {} no longer holds the queue.",
             policy::human_duration(took),
@@ -710,8 +731,16 @@ impl Worker {
             }
             Err(e) => return Err((StallKind::Library, format!("the library check failed: {e}"))),
         }
-        match self.db(|s| s.set_stalled(None)).await {
-            Ok(()) => Ok(()),
+        // A write, and a read of the queue itself: a settings row alone may pass where the
+        // jobs cannot be read.
+        let checked = self
+            .db(|s| {
+                s.set_stalled(None)?;
+                s.has_active()
+            })
+            .await;
+        match checked {
+            Ok(_) => Ok(()),
             Err(e) => Err(database_fault(&e, self.store.path())),
         }
     }
