@@ -14,8 +14,8 @@ use crate::engine::clock::{Clock, SystemClock};
 use crate::engine::intake::{self, Found, printable};
 use crate::engine::library::Library;
 use crate::engine::policy::{self, Policy};
-use crate::engine::store::{
-    ActionResult, Enqueued, Job, JobFilter, StallKind, StallState, Status, Store, db_path, rfc3339,
+use crate::engine::queue::{
+    self, ActionResult, Enqueued, Job, JobFilter, Queue, StallKind, StallState, Status, rfc3339,
 };
 use crate::engine::worker::{RunMode, Worker, WorkerError};
 
@@ -408,10 +408,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         crate::desktop::run(data_dir)?;
         return Ok(ExitCode::SUCCESS);
     };
-    let store = Arc::new(
-        Store::open(&db_path(&data_dir))
-            .with_context(|| format!("cannot open the queue in {}", data_dir.display()))?,
-    );
+    let store = queue::open(&data_dir)
+        .with_context(|| format!("cannot open the queue in {}", data_dir.display()))?;
     let policy = cli.policy.apply(store.load_policy()?);
     if let Err(e) = policy.check() {
         use clap::CommandFactory as _;
@@ -434,13 +432,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             file,
             batch,
             refetch,
-        } => add(&store, &policy, urls, file, batch, refetch, now),
-        Command::Export { format: _, output } => export(&store, output),
+        } => add(&*store, &policy, urls, file, batch, refetch, now),
+        Command::Export { format: _, output } => export(&*store, output),
         Command::Run { until_idle } => run_worker(store, &data_dir, cli.policy.clone(), until_idle),
-        Command::Stats { json } => stats(&store, json, now),
-        Command::Jobs { command } => jobs(&store, &policy, command, now),
+        Command::Stats { json } => stats(&*store, json, now),
+        Command::Jobs { command } => jobs(&*store, &policy, command, now),
         Command::Hosts { command } => hosts(
-            &store,
+            &*store,
             command.unwrap_or(HostsCommand::List { json: false }),
             now,
         ),
@@ -477,7 +475,7 @@ fn input_lines<R: Read>(
 /// queued and printed a chunk at a time, in input order, so a 100 MB file of junk needs no
 /// more memory than a short one (BENCHMARKS.md, "Intake of a large file").
 fn add(
-    store: &Store,
+    store: &dyn Queue,
     policy: &Policy,
     urls: Vec<String>,
     file: Option<String>,
@@ -554,7 +552,7 @@ impl<R: std::io::BufRead> NextLine for intake::Lines<R> {
 
 /// Queue one chunk of findings and print a line for each, in order; how many were rejected.
 fn report_added(
-    store: &Store,
+    store: &dyn Queue,
     policy: &Policy,
     intake: &mut intake::Intake<'_>,
     found: &[Found],
@@ -602,7 +600,7 @@ fn report_added(
 const POLICY_RECHECK: Duration = Duration::from_secs(1);
 
 fn run_worker(
-    store: Arc<Store>,
+    store: Arc<dyn Queue>,
     data_dir: &std::path::Path,
     flags: PolicyFlags,
     until_idle: bool,
@@ -645,7 +643,7 @@ fn run_worker(
             })
         };
         let _watcher = worker
-            .watch_database(&db_path(data_dir))
+            .watch_queue()
             .map_err(|e| tracing::warn!(error = %e, "cannot watch the database; other processes' changes are picked up every 30 s"))
             .ok();
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -710,7 +708,7 @@ async fn shutdown_signal() {
     }
 }
 
-fn export(store: &Store, output: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+fn export(store: &dyn Queue, output: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let mut out: Box<dyn std::io::Write> = match &output {
         Some(path) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(path)
@@ -728,7 +726,7 @@ fn export(store: &Store, output: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn hosts(store: &Store, command: HostsCommand, now: i64) -> anyhow::Result<ExitCode> {
+fn hosts(store: &dyn Queue, command: HostsCommand, now: i64) -> anyhow::Result<ExitCode> {
     match command {
         HostsCommand::List { json } => {
             let hosts = store.hosts(now)?;
@@ -804,7 +802,7 @@ fn stalled_message(stall: &StallState, waiting: Option<u64>) -> String {
     )
 }
 
-fn stats(store: &Store, json: bool, now: i64) -> anyhow::Result<ExitCode> {
+fn stats(store: &dyn Queue, json: bool, now: i64) -> anyhow::Result<ExitCode> {
     let s = store.stats(now)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&s)?);
@@ -861,7 +859,7 @@ fn stats(store: &Store, json: bool, now: i64) -> anyhow::Result<ExitCode> {
 }
 
 fn jobs(
-    store: &Store,
+    store: &dyn Queue,
     policy: &Policy,
     command: JobsCommand,
     now: i64,
@@ -1095,7 +1093,7 @@ mod tests {
     #[test]
     fn an_error_says_each_cause_once() {
         let io = std::io::Error::from_raw_os_error(17);
-        let store = crate::engine::store::StoreError::DataDir {
+        let store = crate::engine::queue::QueueError::DataDir {
             path: "/tmp/afile".into(),
             source: io,
         };

@@ -16,7 +16,8 @@ use gleaner::engine::fetch::{Fetcher, Limits};
 use gleaner::engine::intake;
 use gleaner::engine::library::{Library, Provenance, SaveOptions};
 use gleaner::engine::policy::Policy;
-use gleaner::engine::store::{ClaimRequest, NewJob, Store, db_path};
+use gleaner::engine::queue::{ClaimRequest, NewJob};
+use gleaner::engine::sqlite::{Store, db_path};
 use gleaner::engine::worker::{RunMode, Worker};
 use gleaner_tests::server::FaultServer;
 

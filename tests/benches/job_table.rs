@@ -10,7 +10,8 @@
 
 use std::time::{Duration, Instant};
 
-use gleaner::engine::store::{JobFilter, NewJob, Status, Store, db_path};
+use gleaner::engine::queue::{JobFilter, NewJob, Status};
+use gleaner::engine::sqlite::{Store, db_path};
 use gleaner_tests::desktop::DesktopSession;
 use serde_json::json;
 

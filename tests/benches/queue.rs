@@ -25,7 +25,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gleaner::engine::policy::Policy;
-use gleaner::engine::store::{ClaimRequest, NewJob, Store, Success, db_path};
+use gleaner::engine::queue::{ClaimRequest, NewJob, Queue as _, Success};
+use gleaner::engine::sqlite::{Store, db_path};
 
 fn jobs(n: usize) -> Vec<NewJob> {
     named_jobs("job", 0, n, 1000)

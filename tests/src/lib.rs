@@ -145,20 +145,20 @@ pub fn stderr(o: &Output) -> String {
 
 /// The queue benchmarks' no-op handler: every claimed job succeeds at once.
 pub fn succeed_all(
-    claimed: Vec<gleaner::engine::store::Claimed>,
+    claimed: Vec<gleaner::engine::queue::Claimed>,
 ) -> Vec<(
-    gleaner::engine::store::Claimed,
-    gleaner::engine::store::Finish,
+    gleaner::engine::queue::Claimed,
+    gleaner::engine::queue::Finish,
 )> {
     claimed
         .into_iter()
         .map(|c| {
-            let ok = gleaner::engine::store::Success {
+            let ok = gleaner::engine::queue::Success {
                 http_status: 200,
                 final_url: c.url.clone(),
                 ..Default::default()
             };
-            (c, gleaner::engine::store::Finish::Success(ok))
+            (c, gleaner::engine::queue::Finish::Success(ok))
         })
         .collect()
 }

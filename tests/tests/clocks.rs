@@ -8,7 +8,8 @@ use gleaner::engine::clock::{Clock, ManualClock};
 use gleaner::engine::intake;
 use gleaner::engine::library::Library;
 use gleaner::engine::policy::Policy;
-use gleaner::engine::store::{Enqueued, Status, Store};
+use gleaner::engine::queue::{Enqueued, Status};
+use gleaner::engine::sqlite::Store;
 use gleaner::engine::worker::{RunMode, Worker, liveness};
 use gleaner_tests::server::{Behavior, FaultServer};
 

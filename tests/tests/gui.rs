@@ -1404,7 +1404,7 @@ fn the_window_says_when_the_machine_is_offline_and_carries_on_when_it_is_back() 
         let dir = tempfile::tempdir().expect("data dir");
         {
             use gleaner::engine::policy::Policy;
-            use gleaner::engine::store::{Store, db_path};
+            use gleaner::engine::sqlite::{Store, db_path};
             let store = Store::open(&db_path(dir.path())).expect("store");
             // Without offline awareness these settings kill every job within about 3 s.
             let policy = Policy {

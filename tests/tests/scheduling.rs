@@ -8,7 +8,8 @@ use gleaner::engine::clock::SystemClock;
 use gleaner::engine::intake;
 use gleaner::engine::library::Library;
 use gleaner::engine::policy::Policy;
-use gleaner::engine::store::{Status, Store};
+use gleaner::engine::queue::Status;
+use gleaner::engine::sqlite::Store;
 use gleaner::engine::worker::{RunMode, Worker};
 use gleaner_tests::server::{Behavior, FaultServer};
 

@@ -8,7 +8,8 @@ use gleaner::engine::clock::{Clock, ManualClock};
 use gleaner::engine::intake;
 use gleaner::engine::library::Library;
 use gleaner::engine::policy::Policy;
-use gleaner::engine::store::{Status, Store};
+use gleaner::engine::queue::Status;
+use gleaner::engine::sqlite::Store;
 use gleaner::engine::worker::{RunMode, Worker};
 use gleaner_tests::server::{Behavior, FaultServer};
 
@@ -25,7 +26,7 @@ fn enqueue(store: &Store, urls: &[String], now: i64) -> Vec<i64> {
         .expect("enqueue")
         .into_iter()
         .map(|e| match e {
-            gleaner::engine::store::Enqueued::Queued { id, .. } => id,
+            gleaner::engine::queue::Enqueued::Queued { id, .. } => id,
             other => panic!("{other:?}"),
         })
         .collect()

@@ -13,16 +13,16 @@ use super::DesktopState;
 use crate::engine::clock::{Clock as _, SystemClock};
 use crate::engine::intake::{self, Found};
 use crate::engine::policy::Policy;
-use crate::engine::store::{
-    ActionResult, Attempt, BatchInfo, Enqueued, HostCount, Job, JobFilter, Stats, Status, Store,
-    StoreError, rfc3339,
+use crate::engine::queue::{
+    ActionResult, Attempt, BatchInfo, Enqueued, HostCount, Job, JobFilter, Queue, QueueError,
+    Stats, Status, rfc3339,
 };
 use crate::engine::worker::Worker;
 
 /// Rows per page of the job table: the webview never holds the whole queue.
 const PAGE_MAX: u32 = 500;
 
-fn store_error(what: &str) -> impl Fn(StoreError) -> String + '_ {
+fn store_error(what: &str) -> impl Fn(QueueError) -> String + '_ {
     move |e| {
         tracing::warn!(error = %e, "{what}");
         format!("{what}: {e}")
@@ -41,7 +41,7 @@ async fn off_main<T: Send + 'static>(
 }
 
 /// The job, or a sentence saying it could not be read or no longer exists.
-fn job_or_gone(store: &Store, id: i64) -> Result<Job, String> {
+fn job_or_gone(store: &dyn Queue, id: i64) -> Result<Job, String> {
     store
         .job(id)
         .map_err(store_error("Could not read the job"))?
@@ -130,7 +130,7 @@ impl AddSummary {
         &mut self,
         intake: &mut intake::Intake<'_>,
         found: &mut Vec<Found>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), QueueError> {
         for r in intake.enqueue(found)? {
             match r {
                 Enqueued::Queued { .. } => self.queued += 1,
@@ -190,7 +190,7 @@ fn add_found(
     source: &str,
     files: Vec<DroppedFile>,
     batch: Option<i64>,
-    store: &Store,
+    store: &dyn Queue,
     worker: &Worker,
 ) -> Result<AddSummary, String> {
     let source = if source == "drop" { "drop" } else { "paste" };
@@ -272,10 +272,10 @@ pub struct JobPage {
 #[tauri::command]
 pub async fn list_jobs(query: JobQuery, state: State<'_, DesktopState>) -> Result<JobPage, String> {
     let store = state.reader.clone();
-    off_main(move || page_of_jobs(query, &store)).await
+    off_main(move || page_of_jobs(query, &*store)).await
 }
 
-fn page_of_jobs(query: JobQuery, store: &Store) -> Result<JobPage, String> {
+fn page_of_jobs(query: JobQuery, store: &dyn Queue) -> Result<JobPage, String> {
     let status = match query.status.as_deref().filter(|s| !s.is_empty()) {
         None => None,
         Some(s) => Some(Status::parse(s).ok_or_else(|| format!("Unknown status “{s}”."))?),
@@ -335,7 +335,7 @@ pub struct JobDetails {
 pub async fn job_details(id: i64, state: State<'_, DesktopState>) -> Result<JobDetails, String> {
     let store = state.reader.clone();
     off_main(move || {
-        let job = shown_job(job_or_gone(&store, id)?);
+        let job = shown_job(job_or_gone(&*store, id)?);
         let mut attempts = store
             .attempts(id)
             .map_err(store_error("Could not read the job"))?;
@@ -379,7 +379,7 @@ fn summarize(results: Vec<ActionResult>, verb: &str) -> ActionSummary {
 /// write may have made jobs due.
 async fn write_then_wake<T: Send + 'static>(
     state: &DesktopState,
-    write: impl FnOnce(&Store, &Worker) -> Result<T, String> + Send + 'static,
+    write: impl FnOnce(&dyn Queue, &Worker) -> Result<T, String> + Send + 'static,
 ) -> Result<T, String> {
     let (store, worker) = (state.store.clone(), state.worker.clone());
     off_main(move || {
@@ -387,7 +387,7 @@ async fn write_then_wake<T: Send + 'static>(
         if let Err(e) = store.reconcile_clock(&SystemClock.reading()) {
             tracing::warn!(error = %e, "cannot check the queue's clock");
         }
-        let done = write(&store, &worker)?;
+        let done = write(&*store, &worker)?;
         worker.wake();
         Ok(done)
     })
@@ -591,7 +591,7 @@ impl Settings {
 pub fn get_settings(state: State<'_, DesktopState>) -> Result<Settings, String> {
     Ok(Settings::from_policy(
         &state.worker.policy(),
-        super::notifications_enabled(&state.store),
+        super::notifications_enabled(&*state.store),
     ))
 }
 
@@ -645,7 +645,7 @@ pub async fn export_library(state: State<'_, DesktopState>) -> Result<Exported, 
         let tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| fail(&e))?;
         let mut out = std::io::BufWriter::new(tmp);
         let documents =
-            crate::engine::export::export_jsonl(&store, &mut out).map_err(|e| fail(&e))?;
+            crate::engine::export::export_jsonl(&*store, &mut out).map_err(|e| fail(&e))?;
         let tmp = out.into_inner().map_err(|e| fail(&e.into_error()))?;
         tmp.persist(&path).map_err(|e| fail(&e.error))?;
         tracing::info!(documents, path = %path.display(), "library exported");
@@ -667,7 +667,7 @@ pub fn open_document<R: Runtime>(
     state: State<'_, DesktopState>,
 ) -> Result<(), String> {
     use tauri_plugin_opener::OpenerExt as _;
-    let job = job_or_gone(&state.store, id)?;
+    let job = job_or_gone(&*state.store, id)?;
     let doc = job
         .document
         .ok_or_else(|| "This job has no saved document yet.".to_string())?;
@@ -700,7 +700,7 @@ pub fn open_in_browser<R: Runtime>(
     state: State<'_, DesktopState>,
 ) -> Result<(), String> {
     use tauri_plugin_opener::OpenerExt as _;
-    let job = job_or_gone(&state.store, id)?;
+    let job = job_or_gone(&*state.store, id)?;
     let target = job.final_url.unwrap_or(job.url);
     let parsed = url::Url::parse(&target).map_err(|e| format!("Not a valid address: {e}"))?;
     if !matches!(parsed.scheme(), "http" | "https") {
@@ -836,7 +836,7 @@ mod tests {
 
     #[test]
     fn web_text_reaches_the_page_with_bidi_and_control_characters_escaped() {
-        let store = Store::open_in_memory().expect("store");
+        let store = crate::engine::sqlite::Store::open_in_memory().expect("store");
         let found = [intake::vet("http://[::1]:8080/a?b=c")];
         let mut intake = intake::Intake::new(&store, "t".into(), "paste", 5, 1, None);
         let Some(Enqueued::Queued { id, .. }) = intake.enqueue(&found).expect("enqueue").pop()
@@ -865,7 +865,7 @@ mod tests {
 
     #[test]
     fn a_drop_returns_counts_and_a_few_hundred_rejected_lines() {
-        let store = Store::open_in_memory().expect("store");
+        let store = crate::engine::sqlite::Store::open_in_memory().expect("store");
         let mut intake = intake::Intake::new(&store, "t".into(), "drop", 5, 1, None);
         let mut summary = AddSummary::default();
         let mut found = Vec::new();

@@ -19,7 +19,7 @@ use anyhow::Context as _;
 use tauri::{Emitter as _, Manager as _, Runtime};
 
 use crate::engine::library::Library;
-use crate::engine::store::{Store, db_path};
+use crate::engine::queue::{self, Queue};
 use crate::engine::worker::{RunMode, Worker};
 
 /// Label of the one window declared in `tauri.conf.json`.
@@ -30,13 +30,13 @@ const EVENT_COALESCE: Duration = Duration::from_millis(100);
 
 /// State shared with the app commands through `tauri::State`.
 pub struct DesktopState {
-    store: Arc<Store>,
+    store: Arc<dyn Queue>,
     /// A second connection for the window's reads: with WAL they never wait for the worker's
     /// writes, and the worker never waits for a big search.
-    reader: Arc<Store>,
+    reader: Arc<dyn Queue>,
     worker: Arc<Worker>,
     /// Kept alive for the app's lifetime: it wakes the worker when a CLI process commits.
-    watcher: Mutex<Option<notify::RecommendedWatcher>>,
+    watcher: Mutex<Option<queue::Subscription>>,
     data_dir: PathBuf,
     library_root: PathBuf,
     /// A tray icon exists, so closing the window hides it and the queue keeps working.
@@ -46,7 +46,7 @@ pub struct DesktopState {
 /// Settings key: raise OS notifications for dead jobs ("true"/"false", default true).
 pub const NOTIFICATIONS_KEY: &str = "notifications";
 
-fn notifications_enabled(store: &Store) -> bool {
+fn notifications_enabled(store: &dyn Queue) -> bool {
     match store.setting(NOTIFICATIONS_KEY) {
         Ok(v) => v.as_deref() != Some("false"),
         Err(e) => {
@@ -94,10 +94,8 @@ fn open_window(data_dir: PathBuf) -> anyhow::Result<()> {
              the subcommands work without one: see `gleaner --help`"
         );
     }
-    let store = Arc::new(
-        Store::open(&db_path(&data_dir))
-            .with_context(|| format!("cannot open the queue in {}", data_dir.display()))?,
-    );
+    let store = queue::open(&data_dir)
+        .with_context(|| format!("cannot open the queue in {}", data_dir.display()))?;
     let mut policy = store.load_policy()?;
     // Saved by an older Gleaner before settings were range-checked: run on the defaults rather
     // than on a setting that cannot work, and say which.
@@ -114,10 +112,8 @@ fn open_window(data_dir: PathBuf) -> anyhow::Result<()> {
         Library::new(library_root.clone()),
         policy,
     )?;
-    let reader = Arc::new(
-        Store::open(&db_path(&data_dir))
-            .with_context(|| format!("cannot open the queue in {}", data_dir.display()))?,
-    );
+    let reader = queue::open(&data_dir)
+        .with_context(|| format!("cannot open the queue in {}", data_dir.display()))?;
     let state = DesktopState {
         store,
         reader,
@@ -217,7 +213,7 @@ pub fn build_app<R: Runtime>(
 fn start_engine<R: Runtime>(app: &tauri::AppHandle<R>) {
     let state = app.state::<DesktopState>();
     let worker = state.worker.clone();
-    match worker.watch_database(&db_path(&state.data_dir)) {
+    match worker.watch_queue() {
         Ok(w) => {
             if let Ok(mut slot) = state.watcher.lock() {
                 *slot = Some(w);
@@ -267,7 +263,7 @@ fn start_engine<R: Runtime>(app: &tauri::AppHandle<R>) {
 /// every change, and one OS notification when a stall begins.
 fn watch_health<R: Runtime>(
     app: &tauri::AppHandle<R>,
-    mut health: tokio::sync::watch::Receiver<Option<crate::engine::store::StallState>>,
+    mut health: tokio::sync::watch::Receiver<Option<crate::engine::queue::StallState>>,
 ) {
     let handle = app.clone();
     tauri::async_runtime::spawn(async move {
@@ -394,7 +390,7 @@ fn announce_deaths<R: Runtime>(app: &tauri::AppHandle<R>) {
     // Deaths are taken (marked announced) even with notifications off, so turning them back
     // on does not replay old ones.
     let dead = match state.store.take_unannounced_deaths(1000) {
-        Ok(d) if !d.is_empty() && notifications_enabled(&state.store) => d,
+        Ok(d) if !d.is_empty() && notifications_enabled(&*state.store) => d,
         Ok(_) => return,
         Err(e) => {
             tracing::warn!(error = %e, "cannot read dead jobs to announce");
@@ -403,7 +399,7 @@ fn announce_deaths<R: Runtime>(app: &tauri::AppHandle<R>) {
     };
     // The error may quote a server: its control and bidi characters are escaped, as in the
     // window and the terminal.
-    let reason = |j: &crate::engine::store::Job| {
+    let reason = |j: &crate::engine::queue::Job| {
         let e = j.error.as_deref().unwrap_or("failed");
         crate::engine::intake::printable(e.split(" (").next().unwrap_or(e)).into_owned()
     };

@@ -4,12 +4,12 @@
 use std::io::Write;
 
 use super::library::read_document;
-use super::store::{JobFilter, Status, Store, StoreError};
+use super::queue::{JobFilter, Queue, QueueError, Status};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(#[from] QueueError),
     #[error("cannot write the export: {0}")]
     Write(#[from] std::io::Error),
     #[error("cannot encode a document: {0}")]
@@ -19,7 +19,7 @@ pub enum ExportError {
 /// Write every done job's document to `out`, oldest job last (newest first, as listed).
 /// Documents that went missing or lost their front matter are skipped with a warning.
 /// Returns how many were written.
-pub fn export_jsonl(store: &Store, out: &mut dyn Write) -> Result<usize, ExportError> {
+pub fn export_jsonl(store: &dyn Queue, out: &mut dyn Write) -> Result<usize, ExportError> {
     let mut written = 0;
     let mut before_id = None;
     loop {

@@ -11,7 +11,7 @@ use serde::Serialize;
 use url::Url;
 
 use super::clock::Millis;
-use super::store::{Enqueued, NewJob, Store, StoreError};
+use super::queue::{Enqueued, NewJob, Queue, QueueError};
 
 /// Why a file or standard input gave no links to scan.
 #[derive(Debug, thiserror::Error)]
@@ -23,7 +23,7 @@ pub enum IntakeError {
     #[error("it is not text (it holds binary data)")]
     Binary,
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(#[from] QueueError),
 }
 
 /// One finding in the input.
@@ -188,7 +188,7 @@ pub const CHUNK: usize = 10_000;
 /// first chunk with a new link makes the batch (so an intake of duplicates makes none); later
 /// chunks join it. An intake that fits one chunk is one transaction, as before.
 pub struct Intake<'a> {
-    store: &'a Store,
+    store: &'a dyn Queue,
     name: String,
     source: &'a str,
     max_retries: u32,
@@ -199,7 +199,7 @@ pub struct Intake<'a> {
 impl<'a> Intake<'a> {
     /// `batch`: a batch this intake goes on with (the window sends a big file in pieces).
     pub fn new(
-        store: &'a Store,
+        store: &'a dyn Queue,
         name: String,
         source: &'a str,
         max_retries: u32,
@@ -222,7 +222,7 @@ impl<'a> Intake<'a> {
     }
 
     /// Queue the links among `found`; each gets its result, in order.
-    pub fn enqueue(&mut self, found: &[Found]) -> Result<Vec<Enqueued>, StoreError> {
+    pub fn enqueue(&mut self, found: &[Found]) -> Result<Vec<Enqueued>, QueueError> {
         let jobs: Vec<NewJob> = found.iter().filter_map(Found::as_new_job).collect();
         if jobs.is_empty() {
             return Ok(Vec::new());
@@ -821,7 +821,7 @@ mod tests {
 
     #[test]
     fn an_intake_in_chunks_is_one_batch_and_makes_none_of_duplicates() {
-        let store = Store::open_in_memory().expect("store");
+        let store = crate::engine::sqlite::Store::open_in_memory().expect("store");
         let found = |from: usize, to: usize| -> Vec<Found> {
             (from..to)
                 .map(|i| vet(&format!("https://a.example/{i}")))

@@ -10,7 +10,7 @@ use super::clock::Millis;
 use super::extract::{self, DocKind, Document, ExtractError};
 use super::fetch::Fetched;
 use super::intake;
-use super::store::rfc3339;
+use super::queue::rfc3339;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LibraryError {

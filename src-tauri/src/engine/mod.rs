@@ -1,6 +1,7 @@
 //! The engine: everything Gleaner does without a window. No module here imports `tauri`.
 //!
-//! - [`store`]: the durable SQLite queue (jobs, attempts, hosts, batches, settings).
+//! - [`queue`]: the queue interface every caller uses, and its vocabulary.
+//! - [`sqlite`]: the durable queue in SQLite (jobs, attempts, hosts, batches, settings).
 //! - [`policy`]: classification of outcomes, backoff, Retry-After.
 //! - [`fetch`]: one bounded HTTP GET with reqwest.
 //! - [`intake`]: finding and vetting URLs in free text.
@@ -19,8 +20,9 @@ pub mod fetch;
 pub mod intake;
 pub mod library;
 pub mod policy;
+pub mod queue;
 pub mod redact;
-pub mod store;
+pub mod sqlite;
 pub mod worker;
 
 /// Opens (creating if needed) a file that exists to be locked with `File::lock`: the lock,

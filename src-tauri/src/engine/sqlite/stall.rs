@@ -2,41 +2,12 @@
 //! database that cannot be written), kept in the settings so `stats` and the window of any
 //! process show it, and the put-back of the jobs the worker held.
 
-use rusqlite::params;
-use serde::Serialize;
-
-use super::{PutBack, Result, Store, put_back_in, ser_time};
+use super::Store;
+use super::outcomes::{PutBack, put_back_in};
 use crate::engine::clock::Millis;
 use crate::engine::policy::{Failure, FailureKind};
-
-/// What stopped the worker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StallKind {
-    /// A disk (or quota) holding the library or the database is full.
-    DiskFull,
-    /// The library folder cannot be written for another reason (read-only, permissions).
-    Library,
-    /// The database cannot be read or written.
-    Database,
-}
-
-/// A worker that starts no job until the problem clears. It probes with backoff and goes
-/// on by itself; the jobs it held went back to the queue with their budgets untouched.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct StallState {
-    pub kind: StallKind,
-    /// What is wrong and what to do, in plain words.
-    pub reason: String,
-    #[serde(serialize_with = "ser_time")]
-    pub since: Millis,
-    #[serde(serialize_with = "ser_time")]
-    pub next_probe_at: Millis,
-    /// Probes that failed so far.
-    pub probes: u32,
-    /// The worker that found it.
-    pub worker: String,
-}
+use crate::engine::queue::{Result, StallKind, StallState};
+use rusqlite::params;
 
 /// [`StallState`] as kept in the settings table (times as integers, like every stored time).
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -88,7 +59,7 @@ impl Store {
     }
 
     /// Put back the jobs `owner` holds (all of them, or those of `only`), as
-    /// [`Finish::Local`](super::Finish::Local) does: pending again, budget untouched. For a
+    /// [`Finish::Local`](crate::engine::queue::Finish::Local) does: pending again, budget untouched. For a
     /// worker that stalls or stops while stalled.
     pub fn put_back(
         &self,
@@ -98,14 +69,14 @@ impl Store {
         now: Millis,
     ) -> Result<Vec<i64>> {
         self.write(|tx| {
-            let held: Vec<super::Claimed> = tx
+            let held: Vec<crate::engine::queue::Claimed> = tx
                 .prepare(
                     "SELECT id, url, host, attempts, coalesce(attempt_started_at, updated_at) \
                      FROM jobs INDEXED BY jobs_running_host \
                      WHERE status = 'running' AND lease_owner = ?1",
                 )?
                 .query_map([owner], |r| {
-                    Ok(super::Claimed {
+                    Ok(crate::engine::queue::Claimed {
                         job_id: r.get(0)?,
                         url: r.get(1)?,
                         host: r.get(2)?,
@@ -154,8 +125,8 @@ mod tests {
 
     use super::*;
     use crate::engine::policy::Policy;
-    use crate::engine::store::tests::job;
-    use crate::engine::store::{ClaimRequest, Finish, Settled, Status};
+    use crate::engine::queue::{ClaimRequest, Finish, Settled, Status};
+    use crate::engine::sqlite::testing::job;
 
     #[test]
     fn a_job_that_could_not_be_saved_goes_back_with_its_budget_and_a_local_attempt() {

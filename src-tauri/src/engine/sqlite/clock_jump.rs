@@ -8,8 +8,9 @@
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::{Result, Store};
+use super::Store;
 use crate::engine::clock::{Millis, Reading};
+use crate::engine::queue::{QueueError, Result};
 
 /// A change of offset below this is drift that NTP slews away, not a jump.
 pub const JUMP_THRESHOLD_MS: Millis = 2_000;
@@ -47,7 +48,7 @@ impl Store {
         let known = self
             .clock_anchor
             .lock()
-            .map_err(|_| super::StoreError::Poisoned)?
+            .map_err(|_| QueueError::Poisoned)?
             .clone();
         if known
             .as_ref()
@@ -95,10 +96,7 @@ impl Store {
                 ))
             );
         }
-        *self
-            .clock_anchor
-            .lock()
-            .map_err(|_| super::StoreError::Poisoned)? = Some(anchor);
+        *self.clock_anchor.lock().map_err(|_| QueueError::Poisoned)? = Some(anchor);
         Ok(jump)
     }
 }
@@ -139,10 +137,11 @@ mod tests {
 
     use crate::engine::clock::{Clock as _, ManualClock};
     use crate::engine::policy::{Failure, FailureKind, Policy};
-    use crate::engine::store::tests::job;
-    use crate::engine::store::{ClaimRequest, Finish, Status, Store};
+    use crate::engine::queue::{ClaimRequest, Finish, Status};
+    use crate::engine::sqlite::Store;
+    use crate::engine::sqlite::testing::job;
 
-    fn claim_one(s: &Store, now: i64) -> Vec<crate::engine::store::Claimed> {
+    fn claim_one(s: &Store, now: i64) -> Vec<crate::engine::queue::Claimed> {
         let request = ClaimRequest {
             owner: "pid-1-test",
             lease: Duration::from_secs(120),

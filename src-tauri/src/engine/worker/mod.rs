@@ -6,9 +6,8 @@
 //! ends, or until something wakes it (an enqueue, a settings change, a commit by another
 //! process on the same database).
 
-use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use rand::Rng;
@@ -20,19 +19,25 @@ use super::extract::ExtractError;
 use super::fetch::{Fetcher, Limits};
 use super::library::{Library, LibraryError, Provenance, SaveOptions};
 use super::policy::{self, Decision, Failure, FailureKind, Policy};
-use super::store::{
-    ClaimRequest, Claimed, Failed, Finish, Liveness, OfflineState, Settled, StallKind, StallState,
-    Status, Store, StoreError, Success,
+use super::queue::{
+    ClaimRequest, Claimed, Failed, Finish, Liveness, OfflineState, Queue, QueueError, Settled,
+    StallState, Status, Subscription, Success,
 };
+
+mod owners;
+mod stall;
+
+pub use owners::liveness;
+use owners::{live_owners, new_owner_id};
+pub use stall::STALL_PATIENCE;
+use stall::{Stall, library_fault};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Queue(#[from] QueueError),
     #[error("a database task panicked or was cancelled: {0}")]
     Join(#[from] tokio::task::JoinError),
-    #[error("cannot watch the data folder for changes: {0}")]
-    Watch(#[from] notify::Error),
     /// `run --until-idle` gave up waiting for a problem of this machine's to clear.
     #[error("{}", .0.reason)]
     Stalled(StallState),
@@ -64,7 +69,7 @@ pub struct RunSummary {
 }
 
 pub struct Worker {
-    store: Arc<Store>,
+    store: Arc<dyn Queue>,
     clock: SharedClock,
     fetcher: Fetcher,
     library: Library,
@@ -78,20 +83,10 @@ pub struct Worker {
     /// Set while a problem of this machine's (full disk, database errors) holds the worker.
     stall: Mutex<Option<Stall>>,
     health: watch::Sender<Option<StallState>>,
-    /// The clock offset last reconciled with the store (see `store::clock_jump`).
+    /// The clock offset last reconciled with the store (see `sqlite::clock_jump`).
     clock_offset: Mutex<Option<(String, Millis)>>,
     /// When the last stall cleared (boot clock) and the probes it had taken.
     last_stall: Mutex<Option<(Millis, u32)>>,
-}
-
-/// A stall as this worker holds it: the shared state, plus what only this process knows.
-#[derive(Debug, Clone)]
-struct Stall {
-    state: StallState,
-    /// Boot-clock time it began, for `--until-idle`'s patience (the wall clock may jump).
-    began_boot: Millis,
-    /// The database has this state (a full database may not take it at first).
-    recorded: bool,
 }
 
 /// A body above this is extracted only while no other such body is. Extraction holds about
@@ -123,31 +118,15 @@ const IDLE_FALLBACK: Duration = Duration::from_secs(30);
 /// While other processes hold running jobs, `--until-idle` checks back this often.
 const FOREIGN_RUNNING_RECHECK: Duration = Duration::from_millis(500);
 
-/// A stalled worker probes after 1 s, then twice as long each time, up to this: space freed
-/// is noticed within this long.
-const STALL_PROBE_MAX: Duration = Duration::from_secs(5);
-/// A stall within this long of the last one's end keeps that one's backoff.
-const STALL_MEMORY: Duration = Duration::from_secs(60);
-/// How long `run --until-idle` waits for a stall to clear before it gives up (and says why).
-pub const STALL_PATIENCE: Duration = Duration::from_secs(45);
-/// The probe wants this much free in the library folder: room for a page, not just a byte.
-const PROBE_FREE_BYTES: u64 = 1 << 20;
-/// ...and writes this much there, to know it can (a read-only or forbidden folder has room).
-const PROBE_BYTES: usize = 4096;
-/// Room kept in reserve beside the database for the queue's own writes on a full disk.
-const RESERVE_BYTES: u64 = 1 << 20;
-/// How often a stall on a full disk looks for room (a statvfs, nothing written).
-const ROOM_CHECK_MS: Millis = 1_000;
-
 impl Worker {
     pub fn new(
-        store: Arc<Store>,
+        store: Arc<dyn Queue>,
         clock: SharedClock,
         library: Library,
         policy: Policy,
     ) -> Result<Arc<Self>, super::fetch::FetchError> {
         let fetcher = Fetcher::new(policy.max_redirects)?;
-        if let Err(e) = store.checkpoint_in_background() {
+        if let Err(e) = store.start_upkeep() {
             tracing::warn!(error = %e, "cannot checkpoint in the background; commits will do it");
         }
         let (events, _) = broadcast::channel(1024);
@@ -214,41 +193,16 @@ impl Worker {
 
     async fn db<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+        f: impl FnOnce(&dyn Queue) -> Result<T, QueueError> + Send + 'static,
     ) -> Result<T, WorkerError> {
         let store = self.store.clone();
-        Ok(tokio::task::spawn_blocking(move || f(&store)).await??)
+        Ok(tokio::task::spawn_blocking(move || f(&*store)).await??)
     }
 
-    /// Watch the database's folder so commits by other processes (a CLI `add` while the app
-    /// runs) wake the loop without polling.
-    pub fn watch_database(
-        &self,
-        db_path: &Path,
-    ) -> Result<notify::RecommendedWatcher, WorkerError> {
-        use notify::{EventKind, RecursiveMode, Watcher};
-        let wake = self.wake.clone();
-        let db_name = db_path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let mut watcher =
-            notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-                if let Ok(event) = res {
-                    let relevant =
-                        matches!(event.kind, EventKind::Modify(_) | EventKind::Create(_))
-                            && event.paths.iter().any(|p| {
-                                p.file_name()
-                                    .is_some_and(|n| n.to_string_lossy().starts_with(&db_name))
-                            });
-                    if relevant {
-                        wake.notify_one();
-                    }
-                }
-            })?;
-        let dir = db_path.parent().unwrap_or(Path::new("."));
-        watcher.watch(dir, RecursiveMode::NonRecursive)?;
-        Ok(watcher)
+    /// Wake the loop when another process changes the queue (a CLI `add` while the app
+    /// runs), without polling, for as long as the subscription is kept.
+    pub fn watch_queue(&self) -> Result<Subscription, WorkerError> {
+        Ok(self.store.subscribe(self.wake.clone())?)
     }
 
     /// The loop. Returns when `mode` says so or `shutdown` turns true. In-flight fetches are
@@ -268,7 +222,7 @@ impl Worker {
             if *shutdown.borrow() {
                 break;
             }
-            if self.stall_state().is_some() {
+            if self.stalled().is_some() {
                 self.wait_out_stall(mode, &mut run, &mut shutdown).await?;
                 continue;
             }
@@ -306,7 +260,7 @@ impl Worker {
                 Liveness::Alive
             }
         };
-        match self.db(move |s| s.recover(&policy, now, mine)).await {
+        match self.db(move |s| s.recover(&policy, now, &mine)).await {
             Ok(released) => {
                 for failed in &released {
                     self.log_failure(failed);
@@ -353,7 +307,7 @@ impl Worker {
             claimed_none = claimed.len() < free;
             // A save that failed for want of space stalls the worker: what it claimed in the
             // same transaction goes back at once.
-            if let Some(stall) = self.stall_state()
+            if let Some(stall) = self.stalled()
                 && !claimed.is_empty()
             {
                 let ids: Vec<i64> = claimed.iter().map(|c| c.job_id).collect();
@@ -419,143 +373,6 @@ impl Worker {
         Ok(Flow::Go)
     }
 
-    /// While stalled: keep committing what finishes (when the database takes it), probe when
-    /// the probe is due, and, for `--until-idle`, give up after [`STALL_PATIENCE`].
-    async fn wait_out_stall(
-        self: &Arc<Self>,
-        mode: RunMode,
-        run: &mut Run,
-        shutdown: &mut watch::Receiver<bool>,
-    ) -> Result<(), WorkerError> {
-        let Some(stall) = self.stall_full() else {
-            return Ok(());
-        };
-        if !stall.recorded {
-            let state = stall.state.clone();
-            if self.db(move |s| s.set_stalled(Some(&state))).await.is_ok() {
-                self.mark_stall_recorded();
-            }
-        }
-        if !run.ready.is_empty() {
-            let policy = self.policy();
-            if let Err(e) = self.step(run, &policy, 0).await {
-                tracing::debug!(error = %e, "still cannot record finished jobs");
-            }
-        }
-        let waited = Duration::from_millis((self.clock.boot_ms() - stall.began_boot).max(0) as u64);
-        if mode == RunMode::UntilIdle && run.inflight.is_empty() && waited >= STALL_PATIENCE {
-            let (owner, now, reason) = (
-                self.owner.clone(),
-                self.clock.now_ms(),
-                stall.state.reason.clone(),
-            );
-            if let Err(e) = self
-                .db(move |s| s.put_back(&owner, None, &reason, now))
-                .await
-            {
-                tracing::debug!(error = %e, "cannot put back the jobs this worker holds");
-            }
-            return Err(WorkerError::Stalled(stall.state));
-        }
-        let clock = self.clock.clone();
-        // A full disk is looked at every second, which costs one statvfs: space freed is seen
-        // at once, while the probe that writes keeps its backoff.
-        let disk_full = stall.state.kind == StallKind::DiskFull;
-        let at = if disk_full {
-            stall
-                .state
-                .next_probe_at
-                .min(self.clock.now_ms() + ROOM_CHECK_MS)
-        } else {
-            stall.state.next_probe_at
-        };
-        let patience_ends = stall.began_boot + STALL_PATIENCE.as_millis() as Millis;
-        let boot_left = (patience_ends - self.clock.boot_ms()).max(0) as u64;
-        tokio::select! {
-            Some(joined) = run.inflight.join_next_with_id(), if !run.inflight.is_empty() => {
-                run.collect(joined);
-                return Ok(());
-            }
-            _ = clock.sleep_until(at) => {}
-            // Patience that runs out before the next probe is looked at when it does.
-            _ = tokio::time::sleep(Duration::from_millis(boot_left)),
-                if mode == RunMode::UntilIdle && boot_left > 0 => {
-                return Ok(());
-            }
-            _ = shutdown.changed() => return Ok(()),
-        }
-        let early = self.clock.now_ms() < stall.state.next_probe_at;
-        if early && !(disk_full && self.has_room()) {
-            return Ok(());
-        }
-        match self.probe().await {
-            Ok(()) => self.clear_stall(),
-            Err((kind, reason)) => self.stall_again(kind, reason),
-        }
-        Ok(())
-    }
-
-    /// Whether the library's and the database's file systems have room again (statvfs only),
-    /// the database's counting the reserve it gave up (see [`Worker::release_reserve`]).
-    fn has_room(&self) -> bool {
-        let library = free_bytes(self.library.root()).is_none_or(|f| f >= PROBE_FREE_BYTES);
-        let database = match self.reserve_path() {
-            Some(reserve) => {
-                let want = PROBE_FREE_BYTES + if reserve.exists() { 0 } else { RESERVE_BYTES };
-                reserve
-                    .parent()
-                    .and_then(free_bytes)
-                    .is_none_or(|f| f >= want)
-            }
-            None => true,
-        };
-        library && database
-    }
-
-    /// A file of [`RESERVE_BYTES`] beside the database, given up when the disk fills so that
-    /// the queue can still record what it holds (a full disk refuses the very writes that put
-    /// jobs back), and taken again once there is room. As CockroachDB's ballast file does.
-    fn reserve_path(&self) -> Option<PathBuf> {
-        self.store
-            .path()
-            .and_then(Path::parent)
-            .map(|dir| dir.join(".gleaner-reserve"))
-    }
-
-    /// Take the reserve, if it is not there (at start, and once a stall clears).
-    fn take_reserve(&self) {
-        let Some(path) = self.reserve_path() else {
-            return;
-        };
-        tokio::task::spawn_blocking(move || {
-            use std::io::Write as _;
-            if std::fs::metadata(&path).is_ok_and(|m| m.len() >= RESERVE_BYTES) {
-                return;
-            }
-            let written = std::fs::File::create(&path).and_then(|mut f| {
-                f.write_all(&vec![0u8; RESERVE_BYTES as usize])?;
-                f.sync_all()
-            });
-            if let Err(e) = written {
-                // A disk already full: the stall will say so; nothing is held back for it.
-                let _ = std::fs::remove_file(&path);
-                tracing::debug!(error = %e, "cannot keep room in reserve for the queue");
-            }
-        });
-    }
-
-    /// Give the reserve up to the database: the disk is full.
-    fn release_reserve(&self) {
-        if let Some(path) = self.reserve_path()
-            && std::fs::remove_file(&path).is_ok()
-        {
-            tracing::info!(
-                "gave the queue the {} KiB it keeps in reserve, so it can record what it holds",
-                RESERVE_BYTES / 1024
-            );
-        }
-    }
-
     /// One transaction: commit the finished jobs, claim up to `free` more. Logs and events are
     /// written from the committed rows. On an error the finished jobs stay in `run.ready`.
     async fn step(
@@ -573,11 +390,7 @@ impl Worker {
             Some(o) => usize::from(free > 0 && now >= o.next_probe_at),
             None => free,
         };
-        let free = if self.stall_state().is_some() {
-            0
-        } else {
-            free
-        };
+        let free = if self.stalled().is_some() { 0 } else { free };
         let request = (free > 0).then(|| (lease_for(policy), policy.per_host.max(1)));
         let store = self.store.clone();
         let (finished, step) = tokio::task::spawn_blocking(move || {
@@ -599,153 +412,7 @@ impl Worker {
         Ok(step.claimed)
     }
 
-    fn stall_state(&self) -> Option<StallState> {
-        self.stalled()
-    }
-
-    fn stall_full(&self) -> Option<Stall> {
-        self.stall.lock().ok().and_then(|s| s.clone())
-    }
-
-    fn mark_stall_recorded(&self) {
-        if let Ok(mut s) = self.stall.lock()
-            && let Some(s) = s.as_mut()
-        {
-            s.recorded = true;
-        }
-    }
-
-    /// Stall on an error of the loop's own database work.
-    fn stall_on(&self, e: &WorkerError) {
-        let (kind, reason) = database_fault(e, self.store.path());
-        self.stall_begin(kind, reason);
-    }
-
-    /// Start a stall, unless one holds already (several saves in flight fail together).
-    fn stall_begin(&self, kind: StallKind, reason: String) {
-        if self.stall_state().is_none() {
-            self.stall_again(kind, reason);
-        }
-    }
-
-    /// Start a stall, or, if one holds already, take the newer reason and wait longer before
-    /// the next probe. The first of a stall is logged and announced; the others are not.
-    fn stall_again(&self, kind: StallKind, reason: String) {
-        let (now, boot) = (self.clock.now_ms(), self.clock.boot_ms());
-        let Ok(mut slot) = self.stall.lock() else {
-            return;
-        };
-        // A stall that comes back soon after one cleared (the probe passed, the real work still
-        // fails) goes on with the backoff it had, so the two never take turns every second.
-        let recent = self
-            .last_stall
-            .lock()
-            .ok()
-            .and_then(|l| *l)
-            .filter(|&(at, _)| boot - at < STALL_MEMORY.as_millis() as Millis)
-            .map(|(_, probes)| probes + 1);
-        let probes = slot
-            .as_ref()
-            .map(|s| s.state.probes + 1)
-            .or(recent)
-            .unwrap_or(0);
-        let wait = stall_probe_wait(probes);
-        let fresh = slot.is_none();
-        let stall = slot.get_or_insert_with(|| Stall {
-            state: StallState {
-                kind,
-                reason: reason.clone(),
-                since: now,
-                next_probe_at: now,
-                probes: 0,
-                worker: self.owner.clone(),
-            },
-            began_boot: boot,
-            recorded: false,
-        });
-        stall.state.kind = kind;
-        stall.state.reason = reason;
-        stall.state.probes = probes;
-        stall.state.next_probe_at = now + wait.as_millis() as Millis;
-        stall.recorded = false;
-        let state = stall.state.clone();
-        drop(slot);
-        if kind == StallKind::DiskFull {
-            self.release_reserve();
-        }
-        if fresh {
-            tracing::error!(
-                "Paused: {}. No job starts and no retry is spent until this is fixed; Gleaner checks again by itself (next in {}).",
-                state.reason,
-                policy::human_duration(wait)
-            );
-        } else {
-            tracing::warn!(
-                "Still paused: {}; checking again in {}.",
-                state.reason,
-                policy::human_duration(wait)
-            );
-        }
-        self.health.send_replace(Some(state));
-    }
-
-    /// The probe passed: go on.
-    fn clear_stall(&self) {
-        let Some(stall) = self.stall.lock().ok().and_then(|mut s| s.take()) else {
-            return;
-        };
-        let took = Duration::from_millis((self.clock.boot_ms() - stall.began_boot).max(0) as u64);
-        if let Ok(mut last) = self.last_stall.lock() {
-            *last = Some((self.clock.boot_ms(), stall.state.probes));
-        }
-        tracing::info!(
-            "Resumed after {}: {} no longer holds the queue.",
-            policy::human_duration(took),
-            stall.state.reason
-        );
-        self.health.send_replace(None);
-        self.take_reserve();
-        self.wake();
-    }
-
-    /// A cheap check that the stall's cause has cleared: a small write to the library folder
-    /// and one to the database (which also clears the recorded stall).
-    async fn probe(&self) -> Result<(), (StallKind, String)> {
-        if !self.has_room()
-            && let Some(stall) = self.stall_state()
-        {
-            return Err((stall.kind, stall.reason));
-        }
-        let root = self.library.root().to_path_buf();
-        let file = root.join(format!(".gleaner-probe-{}.tmp", self.owner));
-        let written = tokio::task::spawn_blocking(move || probe_write(&root, &file)).await;
-        match written {
-            Ok(Ok(())) => {}
-            Ok(Err((path, e))) => {
-                return Err(library_fault(self.library.root(), &e).unwrap_or_else(|| {
-                    (
-                        StallKind::Library,
-                        format!("cannot write to the library ({}): {e}", path.display()),
-                    )
-                }));
-            }
-            Err(e) => return Err((StallKind::Library, format!("the library check failed: {e}"))),
-        }
-        // A write, and a read of the queue itself: a settings row alone may pass where the
-        // jobs cannot be read.
-        let checked = self
-            .db(|s| {
-                s.set_stalled(None)?;
-                s.has_active()
-            })
-            .await;
-        match checked {
-            Ok(_) => Ok(()),
-            Err(e) => Err(database_fault(&e, self.store.path())),
-        }
-    }
-
-    /// Notice a jump of the wall clock (see `store::clock_jump`), and keep this worker's own
+    /// Notice a jump of the wall clock (see `sqlite::clock_jump`), and keep this worker's own
     /// waits (the next offline probe, the next stall probe) to their length too. Without
     /// `force`, the store is asked only when this worker's own reading has moved.
     async fn reconcile_clock(&self, force: bool) -> Result<(), WorkerError> {
@@ -753,7 +420,7 @@ impl Worker {
         let offset = reading.offset();
         let moved = match self.clock_offset.lock() {
             Ok(last) => last.as_ref().is_none_or(|(boot, o)| {
-                *boot != reading.boot_id || (offset - o).abs() >= super::store::JUMP_THRESHOLD_MS
+                *boot != reading.boot_id || (offset - o).abs() >= super::sqlite::JUMP_THRESHOLD_MS
             }),
             Err(_) => true,
         };
@@ -983,7 +650,7 @@ impl Worker {
         let now = self.clock.now_ms();
         let me = self.owner.clone();
         let recovered = self
-            .db(move |s| s.recover(&policy, now, |owner| liveness(owner, &me)))
+            .db(move |s| s.recover(&policy, now, &|owner: &str| liveness(owner, &me)))
             .await?;
         for failed in &recovered {
             self.log_failure(failed);
@@ -1214,59 +881,6 @@ fn finish_message(finish: &Finish) -> &str {
     }
 }
 
-/// A write to the library (at `root`) that failed for a reason of this machine's, which stalls
-/// the queue rather than fail the job: what it is, in words that say what to do.
-fn library_fault(root: &Path, e: &std::io::Error) -> Option<(StallKind, String)> {
-    use std::io::ErrorKind;
-    const ENOSPC: i32 = 28;
-    const EDQUOT: i32 = 122;
-    const EROFS: i32 = 30;
-    let where_ = root.display();
-    match (e.kind(), e.raw_os_error()) {
-        (ErrorKind::StorageFull, _) | (_, Some(ENOSPC)) => Some((
-            StallKind::DiskFull,
-            format!("the disk holding the library ({where_}) is full"),
-        )),
-        (ErrorKind::QuotaExceeded, _) | (_, Some(EDQUOT)) => Some((
-            StallKind::DiskFull,
-            format!("the disk quota for the library ({where_}) is used up"),
-        )),
-        (ErrorKind::ReadOnlyFilesystem, _) | (_, Some(EROFS)) => Some((
-            StallKind::Library,
-            format!("the library ({where_}) is on a read-only file system"),
-        )),
-        (ErrorKind::PermissionDenied, _) => Some((
-            StallKind::Library,
-            format!("Gleaner may not write to the library ({where_})"),
-        )),
-        _ => None,
-    }
-}
-
-/// What a database error means for the queue, in words that say what to do.
-fn database_fault(e: &WorkerError, db: Option<&Path>) -> (StallKind, String) {
-    let full = matches!(
-        e,
-        WorkerError::Store(StoreError::Sqlite(rusqlite::Error::SqliteFailure(f, _)))
-            if f.code == rusqlite::ErrorCode::DiskFull
-    );
-    let db = db.map_or_else(
-        || "the queue database".to_string(),
-        |p| p.display().to_string(),
-    );
-    if full {
-        (
-            StallKind::DiskFull,
-            format!("the disk holding the database ({db}) is full"),
-        )
-    } else {
-        (
-            StallKind::Database,
-            format!("the database ({db}) cannot be used: {e}"),
-        )
-    }
-}
-
 impl RunSummary {
     fn count(&mut self, o: Outcome) {
         match o {
@@ -1278,47 +892,10 @@ impl RunSummary {
     }
 }
 
-/// The wait before a stalled worker's probe number `probes` (0 for the first).
-fn stall_probe_wait(probes: u32) -> Duration {
-    Duration::from_secs(1u64 << probes.min(8)).min(STALL_PROBE_MAX)
-}
-
-/// Check for [`PROBE_FREE_BYTES`] of room in `root`, then write, sync and remove
-/// [`PROBE_BYTES`] there: cheap enough to repeat every few seconds for hours. On failure, the
-/// path and the error.
-fn probe_write(root: &Path, file: &Path) -> Result<(), (PathBuf, std::io::Error)> {
-    use std::io::Write as _;
-    std::fs::create_dir_all(root).map_err(|e| (root.to_path_buf(), e))?;
-    if free_bytes(root).is_some_and(|free| free < PROBE_FREE_BYTES) {
-        return Err((
-            file.to_path_buf(),
-            std::io::Error::from(std::io::ErrorKind::StorageFull),
-        ));
-    }
-    let result = std::fs::File::create(file).and_then(|mut f| {
-        f.write_all(&vec![0u8; PROBE_BYTES])?;
-        f.sync_all()
-    });
-    let _ = std::fs::remove_file(file);
-    result.map_err(|e| (file.to_path_buf(), e))
-}
-
-/// Room left for an unprivileged writer on the file system holding `dir`, where it can tell.
-fn free_bytes(dir: &Path) -> Option<u64> {
-    let fs = rustix::fs::statvfs(dir).ok()?;
-    Some(fs.f_bavail.saturating_mul(fs.f_frsize))
-}
-
 /// Long enough to cover the whole request plus saving; a lease only matters if its owner dies
 /// somewhere we cannot see (another machine sharing the folder, a hung process).
 fn lease_for(policy: &Policy) -> Duration {
     policy.timeout * 2 + Duration::from_secs(60)
-}
-
-/// Owner ids of the workers alive in this process.
-fn live_owners() -> &'static Mutex<HashSet<String>> {
-    static LIVE: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
-    LIVE.get_or_init(|| Mutex::new(HashSet::new()))
 }
 
 impl Drop for Worker {
@@ -1327,64 +904,4 @@ impl Drop for Worker {
             set.remove(&self.owner);
         }
     }
-}
-
-/// "pid-<pid>-<start>-<random>": the pid and its start time let any process on this machine
-/// tell whether the owner still runs (a pid can be given out again); the random part tells
-/// two workers of one process apart.
-fn new_owner_id() -> String {
-    let nonce: u32 = rand::rng().random();
-    let pid = std::process::id();
-    let start = process_start(pid).unwrap_or(0);
-    format!("pid-{pid}-{start}-{nonce:08x}")
-}
-
-/// Whether the process behind a lease owner id still runs: ours, another worker of this
-/// process, or a process of this machine that started when the id says. An id of another
-/// form is not ours to judge.
-pub fn liveness(owner: &str, me: &str) -> Liveness {
-    if owner == me {
-        return Liveness::Alive;
-    }
-    let mut parts = owner.strip_prefix("pid-").map(|rest| rest.split('-'));
-    let Some(pid) = parts
-        .as_mut()
-        .and_then(|p| p.next())
-        .and_then(|p| p.parse::<u32>().ok())
-    else {
-        return Liveness::Unknown;
-    };
-    let rest: Vec<&str> = parts.map(|p| p.collect()).unwrap_or_default();
-    // "pid-<pid>-<start>-<nonce>"; earlier versions wrote "pid-<pid>-<nonce>".
-    let started: Option<u64> = match rest.as_slice() {
-        [start, _nonce] => start.parse().ok(),
-        _ => None,
-    };
-    if pid == std::process::id() {
-        // Our own process: another worker in it is alive exactly while it is registered; any
-        // other owner with our pid was an earlier process that happened to get the same id.
-        return match live_owners().lock() {
-            Ok(set) if set.contains(owner) => Liveness::Alive,
-            Ok(_) => Liveness::Gone,
-            Err(_) => Liveness::Unknown,
-        };
-    }
-    if !cfg!(target_os = "linux") {
-        return Liveness::Unknown;
-    }
-    match (process_start(pid), started) {
-        (None, _) => Liveness::Gone,
-        // The pid was given to another process since.
-        (Some(now), Some(then)) if now != then => Liveness::Gone,
-        _ => Liveness::Alive,
-    }
-}
-
-/// When a process started, in clock ticks after boot (`/proc/<pid>/stat`, field 22), or
-/// `None` if there is no such process.
-fn process_start(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces and parentheses: count from its end.
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(19)?.parse().ok()
 }

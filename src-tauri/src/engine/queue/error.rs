@@ -1,0 +1,66 @@
+//! What can go wrong with the queue's database, in sentences a user can act on.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// Not a `source`: its message holds the migration's whole SQL text.
+    #[error("cannot bring the database's schema up to date: {}", migration_cause(.0))]
+    Migration(rusqlite_migration::Error),
+    #[error(
+        "{} is not a Gleaner queue, or it is damaged; move it aside and Gleaner starts a new, \
+         empty queue there",
+        .0.display()
+    )]
+    NotADatabase(PathBuf),
+    #[error(
+        "this queue was last opened by a newer Gleaner (schema version {found}; this one knows \
+         up to {known}); update Gleaner, or give another --data-dir"
+    )]
+    NewerSchema { found: i64, known: usize },
+    #[error(
+        "cannot take the lock that keeps two processes from upgrading {path} at once: {source}"
+    )]
+    MigrationLock {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot create the data folder {path}: {source}")]
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("stored settings are not valid: {0}")]
+    Settings(#[from] serde_json::Error),
+    #[error("cannot watch the queue for other processes' changes: {0}")]
+    Watch(#[from] notify::Error),
+    #[error("the database lock was poisoned by a panic")]
+    Poisoned,
+}
+
+pub type Result<T> = std::result::Result<T, QueueError>;
+
+impl From<rusqlite_migration::Error> for QueueError {
+    fn from(e: rusqlite_migration::Error) -> Self {
+        Self::Migration(e)
+    }
+}
+
+/// A migration's failure without the migration's whole SQL text, which rusqlite_migration
+/// puts in its message.
+fn migration_cause(e: &rusqlite_migration::Error) -> String {
+    match e {
+        rusqlite_migration::Error::RusqliteError { err, .. } => err.to_string(),
+        other => other.to_string(),
+    }
+}
+
+impl QueueError {
+    /// The database could not grow: its disk (or quota) is full.
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, QueueError::Sqlite(rusqlite::Error::SqliteFailure(f, _))
+            if f.code == rusqlite::ErrorCode::DiskFull)
+    }
+}

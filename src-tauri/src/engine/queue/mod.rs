@@ -1,0 +1,263 @@
+//! The queue interface: every step the worker, the CLI and the window take on the durable
+//! queue, whatever database holds it.
+//!
+//! Modelled on Oban's `Engine` behaviour: the engine (here, the worker and the shell) speaks
+//! only these steps, and a backend implements them. [`crate::engine::sqlite`] is the one for a
+//! data folder on this machine. Each step is one transaction that either commits or changes
+//! nothing, and returns only what it committed.
+//!
+//! The steps block: a backend's database call runs on the caller's thread, so async callers
+//! run them on a blocking thread (`spawn_blocking`), as they do for file I/O.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use super::clock::{Millis, Reading};
+use super::policy::{Failure, Policy};
+
+mod error;
+mod types;
+
+pub use error::{QueueError, Result};
+pub use types::{
+    ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, HostCount,
+    HostState, Job, JobFilter, Liveness, NewJob, OfflineState, PausedHost, Settled, StallKind,
+    StallState, Stats, Status, Step, Success, rfc3339,
+};
+
+/// Wake-ups from other processes last as long as this is kept (see [`Queue::subscribe`]).
+pub struct Subscription(#[allow(dead_code)] Box<dyn Send + Sync>);
+
+impl Subscription {
+    pub fn new(guard: impl Send + Sync + 'static) -> Self {
+        Self(Box::new(guard))
+    }
+}
+
+impl std::fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Subscription")
+    }
+}
+
+/// Open the queue of a data folder: SQLite in `gleaner.db` there, made if it is new.
+pub fn open(data_dir: &Path) -> Result<Arc<dyn Queue>> {
+    let store = super::sqlite::Store::open(&super::sqlite::db_path(data_dir))?;
+    Ok(Arc::new(store))
+}
+
+/// Every step on the queue. Times are unix milliseconds from the caller's clock, so tests
+/// move time by hand and no backend reads a clock of its own.
+pub trait Queue: Send + Sync + std::fmt::Debug {
+    /// The file on this machine that holds the queue, if there is one: the worker watches the
+    /// room on its disk and keeps a reserve beside it.
+    fn database_file(&self) -> Option<&Path>;
+
+    /// Wake `wake` whenever another process changes the queue, so that workers never poll
+    /// (SQLite: a watch on the database's folder), for as long as the subscription is kept.
+    fn subscribe(&self, wake: Arc<Notify>) -> Result<Subscription>;
+
+    /// Background upkeep a long-lived worker wants (SQLite: checkpoints off the commit path).
+    /// Short commands do without.
+    fn start_upkeep(&self) -> Result<()>;
+
+    // Intake.
+
+    /// A new, empty batch; its id.
+    fn create_batch(&self, name: &str, source: &str, now: Millis) -> Result<i64>;
+
+    /// Queue `jobs` into a batch (`None`: a new one named after the time, from source `api`).
+    /// A job whose `url_key` is queued already is reported as a duplicate with that job's id.
+    fn enqueue(
+        &self,
+        batch_id: Option<i64>,
+        jobs: &[NewJob],
+        max_retries: u32,
+        now: Millis,
+    ) -> Result<Vec<Enqueued>>;
+
+    /// One intake (a paste, a drop, `gleaner add`): a batch and its jobs together, the batch
+    /// made only if a job is new; its id, and each job's result.
+    fn enqueue_batch(
+        &self,
+        name: &str,
+        source: &str,
+        jobs: &[NewJob],
+        max_retries: u32,
+        now: Millis,
+    ) -> Result<(Option<i64>, Vec<Enqueued>)>;
+
+    // The worker's steps.
+
+    /// Group commit: record the outcomes in `finished`, then claim up to `claim.max` jobs,
+    /// all in one transaction. `finished` is emptied only once it has committed, so on an
+    /// error nothing fetched is lost.
+    ///
+    /// A claim takes pending, due jobs whose host is not paused and is below its connection
+    /// limit (counted across every process), batches and then hosts taking turns. It counts
+    /// the attempt up front, so a job that kills its worker every time still runs out.
+    fn step(
+        &self,
+        finished: &mut Vec<(Claimed, Finish)>,
+        policy: &Policy,
+        now: Millis,
+        claim: Option<&ClaimRequest<'_>>,
+    ) -> Result<Step>;
+
+    /// Put back running jobs whose worker is gone (`liveness` says so, or cannot tell and the
+    /// lease has expired), counting the interrupted attempt.
+    fn recover(
+        &self,
+        policy: &Policy,
+        now: Millis,
+        liveness: &dyn Fn(&str) -> Liveness,
+    ) -> Result<Vec<Failed>>;
+
+    /// The heartbeat: extend the leases of `owner`'s running jobs to `lease_until`; how many
+    /// it holds. A live worker's jobs are then never taken on another machine.
+    fn refresh(&self, owner: &str, lease_until: Millis) -> Result<u64>;
+
+    /// Put `owner`'s running jobs (or only those in `only`) back to pending with their budget
+    /// untouched, recording `reason` in their history; their ids.
+    fn put_back(
+        &self,
+        owner: &str,
+        only: Option<&[i64]>,
+        reason: &str,
+        now: Millis,
+    ) -> Result<Vec<i64>>;
+
+    /// When the next job could become eligible: the earliest future due time or end of a
+    /// host's pause.
+    fn next_wakeup(&self, now: Millis) -> Result<Option<Millis>>;
+
+    /// Whether any job is pending or running (what `run --until-idle` waits for).
+    fn has_active(&self) -> Result<bool>;
+
+    /// Compare the clock `reading` with the one last recorded and, after a wall-clock jump,
+    /// shift every stored due time, lease and pause by it; the shift, if any.
+    fn reconcile_clock(&self, reading: &Reading) -> Result<Option<Millis>>;
+
+    /// Record (or clear) a worker's finding that this machine is offline.
+    fn set_offline(&self, state: Option<&OfflineState>) -> Result<()>;
+    fn offline(&self) -> Result<Option<OfflineState>>;
+
+    /// Record (or clear) a worker's stall (a full disk, a database it cannot write). The
+    /// write is also the stall's cheap probe of the database.
+    fn set_stalled(&self, state: Option<&StallState>) -> Result<()>;
+    fn stalled(&self) -> Result<Option<StallState>>;
+
+    // Reads, for the window and the CLI.
+
+    fn job(&self, id: i64) -> Result<Option<Job>>;
+    /// A job's attempts, oldest first, ending with the one in flight.
+    fn attempts(&self, job_id: i64) -> Result<Vec<Attempt>>;
+    /// Jobs newest first, narrowed by `filter`.
+    fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>>;
+    /// How many jobs match `filter`, ignoring its paging.
+    fn count_jobs(&self, filter: &JobFilter) -> Result<u64>;
+    /// Hosts with jobs, most jobs first.
+    fn job_hosts(&self, limit: u32) -> Result<Vec<HostCount>>;
+    /// The newest batches with their job counts.
+    fn batches(&self, limit: u32) -> Result<Vec<BatchInfo>>;
+    fn stats(&self, now: Millis) -> Result<Stats>;
+    /// Every host with a state of its own: paused, or throttled after a rate limit.
+    fn hosts(&self, now: Millis) -> Result<Vec<HostState>>;
+
+    // Manual actions, each with a result per job.
+
+    /// Dead, cancelled and done jobs back to pending with a fresh budget; pending jobs made
+    /// due now, ahead of every other due job.
+    fn retry(&self, ids: &[i64], max_retries: u32, now: Millis) -> Result<Vec<ActionResult>>;
+    /// Every dead job (of one host, or all) back to pending with a fresh budget; their ids.
+    fn retry_dead(&self, host: Option<&str>, max_retries: u32, now: Millis) -> Result<Vec<i64>>;
+    /// Cancel pending or running jobs; a running job's worker finds its lease gone.
+    fn cancel(&self, ids: &[i64], now: Millis) -> Result<Vec<ActionResult>>;
+    /// Remove jobs and their history; a running job is refused.
+    fn delete(&self, ids: &[i64]) -> Result<Vec<ActionResult>>;
+
+    // Hosts and the queue.
+
+    /// Pause a host until resumed: none of its jobs starts, in any process.
+    fn pause_host(&self, host: &str, now: Millis) -> Result<()>;
+    /// Clear a host's manual pause and any rate-limit pause; false if it was not paused.
+    fn resume_host(&self, host: &str, now: Millis) -> Result<bool>;
+    /// Pause or resume the whole queue: while paused no job starts in any process.
+    fn set_queue_paused(&self, paused: bool) -> Result<()>;
+    fn is_queue_paused(&self) -> Result<bool>;
+
+    // Settings.
+
+    /// A free-form setting (JSON text), or `None` when never set.
+    fn setting(&self, key: &str) -> Result<Option<String>>;
+    fn set_setting(&self, key: &str, value: &str) -> Result<()>;
+    /// The stored policy, or the defaults.
+    fn load_policy(&self) -> Result<Policy>;
+    fn save_policy(&self, policy: &Policy) -> Result<()>;
+
+    // Announcements.
+
+    /// Dead jobs not announced yet, marked announced in the same transaction: each death is
+    /// announced once, across restarts and windows.
+    fn take_unannounced_deaths(&self, limit: u32) -> Result<Vec<Job>>;
+
+    // Single steps, for tests and tools: each is one `step`.
+
+    /// Claim one job.
+    fn claim(
+        &self,
+        owner: &str,
+        now: Millis,
+        lease: Duration,
+        per_host: u32,
+    ) -> Result<Option<Claimed>> {
+        let request = ClaimRequest {
+            owner,
+            lease,
+            per_host,
+            max: 1,
+        };
+        let step = self.step(&mut Vec::new(), &Policy::default(), now, Some(&request))?;
+        Ok(step.claimed.into_iter().next())
+    }
+
+    /// Record a success; the job as done, or `None` if the lease was lost meanwhile.
+    fn complete(
+        &self,
+        claimed: &Claimed,
+        success: &Success,
+        policy: &Policy,
+        now: Millis,
+    ) -> Result<Option<Job>> {
+        let finished = (claimed.clone(), Finish::Success(success.clone()));
+        let step = self.step(&mut vec![finished], policy, now, None)?;
+        match step.settled.into_iter().next() {
+            Some((_, _, Settled::Done)) => self.job(claimed.job_id),
+            _ => Ok(None),
+        }
+    }
+
+    /// Record a failure and its decision (`unit` is the jitter sample in [-1, 1]); `None` if
+    /// the lease was lost meanwhile.
+    fn fail(
+        &self,
+        claimed: &Claimed,
+        failure: &Failure,
+        policy: &Policy,
+        now: Millis,
+        unit: f64,
+    ) -> Result<Option<Failed>> {
+        let finish = Finish::Failure {
+            failure: failure.clone(),
+            unit,
+        };
+        let step = self.step(&mut vec![(claimed.clone(), finish)], policy, now, None)?;
+        Ok(match step.settled.into_iter().next() {
+            Some((_, _, Settled::Failed(failed))) => Some(failed),
+            _ => None,
+        })
+    }
+}

@@ -1,0 +1,375 @@
+//! The queue's vocabulary: jobs, attempts, claims, outcomes and the window's reads, shared by
+//! every backend.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::engine::clock::Millis;
+use crate::engine::policy::{Counters, Decision, ErrorClass, Failure};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pending,
+    Running,
+    Done,
+    Dead,
+    Cancelled,
+}
+
+impl Status {
+    pub const ALL: [Status; 5] = [
+        Status::Pending,
+        Status::Running,
+        Status::Done,
+        Status::Dead,
+        Status::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Running => "running",
+            Status::Done => "done",
+            Status::Dead => "dead",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+}
+
+/// A job as stored, with times in unix ms. Serializes to the design's JSON job object.
+#[derive(Debug, Clone, Serialize)]
+pub struct Job {
+    pub id: i64,
+    pub url: String,
+    pub final_url: Option<String>,
+    pub host: String,
+    pub status: Status,
+    pub attempts: u32,
+    pub max_retries: u32,
+    /// Retries spent from the budget of `max_retries`: the transient failures since the job
+    /// was queued or last retried by hand. Rate-limit waits, tries cut short while the
+    /// machine was offline, and block pages (which have a small budget of their own) spend
+    /// none, so it can be well below `attempts`.
+    pub retries_used: u32,
+    /// The due time of a pending job that has failed before, else null.
+    #[serde(serialize_with = "ser_opt_time")]
+    pub retry_after: Option<Millis>,
+    pub error_class: Option<ErrorClass>,
+    pub error: Option<String>,
+    pub http_status: Option<u16>,
+    pub title: Option<String>,
+    pub document: Option<String>,
+    pub content_type: Option<String>,
+    pub batch: Option<String>,
+    pub batch_id: Option<i64>,
+    #[serde(serialize_with = "ser_time")]
+    pub created_at: Millis,
+    #[serde(serialize_with = "ser_time")]
+    pub updated_at: Millis,
+    #[serde(serialize_with = "ser_opt_time")]
+    pub finished_at: Option<Millis>,
+    #[serde(skip)]
+    pub run_at: Millis,
+    #[serde(skip)]
+    pub counters: Counters,
+}
+
+/// One row of a job's attempt history.
+#[derive(Debug, Clone, Serialize)]
+pub struct Attempt {
+    pub number: u32,
+    #[serde(serialize_with = "ser_time")]
+    pub started_at: Millis,
+    #[serde(serialize_with = "ser_opt_time")]
+    pub finished_at: Option<Millis>,
+    /// success | transient | rate_limited | fatal | interrupted; null while in flight.
+    pub outcome: Option<String>,
+    pub kind: Option<String>,
+    pub http_status: Option<u16>,
+    pub error: Option<String>,
+    pub delay_ms: Option<i64>,
+    pub worker: Option<String>,
+}
+
+/// What the worker holds while a job is in flight.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    pub job_id: i64,
+    pub url: String,
+    pub host: String,
+    pub attempt: u32,
+    /// When this attempt began; its `attempts` row is written when it ends.
+    pub started_at: Millis,
+    pub owner: String,
+    /// The host was held below the per-host limit after a rate limit when the job started:
+    /// its success counts towards winning a connection back.
+    pub throttled: bool,
+}
+
+/// How a claimed job's attempt ended, for [`Queue::step`].
+#[derive(Debug, Clone)]
+pub enum Finish {
+    Success(Success),
+    /// `unit` is the jitter sample in [-1, 1].
+    Failure {
+        failure: Failure,
+        unit: f64,
+    },
+    /// Failed while this machine was offline: recorded in the history, but the job keeps its
+    /// retry budget and is due again as soon as the network is back.
+    Offline(Failure),
+    /// Fetched, but this machine could not keep it (disk full, library unwritable): nobody's
+    /// fault on the web, so the job goes back with its budget untouched.
+    Local(Failure),
+}
+
+/// A finished job as committed by [`Queue::step`].
+#[derive(Debug, Clone)]
+pub enum Settled {
+    /// Committed as done. The job is not read back: what a log line needs is in the claim and
+    /// the success, and reading the row back was 9% of a drain at 4 jobs in flight.
+    Done,
+    Failed(Failed),
+    /// Back to pending, budget untouched (see [`Finish::Offline`]).
+    Offline(Job),
+    /// Back to pending, budget untouched (see [`Finish::Local`]).
+    Local(Job),
+    /// The lease was lost meanwhile (cancelled, or recovered after expiry): the attempt is
+    /// recorded, the job row is left alone.
+    Discarded,
+}
+
+/// What [`Queue::recover`] can tell of a lease's owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Liveness {
+    /// Running: its jobs are its own, expired lease or not.
+    Alive,
+    /// Gone: its jobs come back now.
+    Gone,
+    /// Not ours to judge (another machine's id): its lease decides.
+    Unknown,
+}
+
+/// What a worker asks [`Queue::step`] to claim.
+#[derive(Debug, Clone)]
+pub struct ClaimRequest<'a> {
+    pub owner: &'a str,
+    pub lease: Duration,
+    pub per_host: u32,
+    /// Free slots: claim at most this many.
+    pub max: usize,
+}
+
+/// The result of one [`Queue::step`]: every finished job as committed, then the new claims.
+#[derive(Debug)]
+pub struct Step {
+    pub settled: Vec<(Claimed, Finish, Settled)>,
+    pub claimed: Vec<Claimed>,
+}
+
+/// A new job for [`Queue::enqueue`].
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    pub url: String,
+    pub url_key: String,
+    pub host: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "result", rename_all = "lowercase")]
+pub enum Enqueued {
+    Queued {
+        id: i64,
+        url: String,
+    },
+    Duplicate {
+        id: i64,
+        url: String,
+        status: Status,
+    },
+}
+
+/// The outcome of a successful fetch, written with the `done` transition.
+#[derive(Debug, Clone, Default)]
+pub struct Success {
+    pub http_status: u16,
+    pub final_url: String,
+    pub title: Option<String>,
+    pub document: Option<String>,
+    pub content_type: Option<String>,
+    pub sha256: Option<String>,
+}
+
+/// A failed attempt after its transaction committed: the row as stored and why.
+#[derive(Debug, Clone)]
+pub struct Failed {
+    pub job: Job,
+    pub failure: Failure,
+    pub decision: Decision,
+    /// The "now" the transaction used: `job.run_at - at` is the committed wait.
+    pub at: Millis,
+}
+
+/// Filters for listing jobs; every field narrows the list.
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter {
+    pub status: Option<Status>,
+    /// Exact host, lower case.
+    pub host: Option<String>,
+    pub batch_id: Option<i64>,
+    /// Substring of the URL or title.
+    pub search: Option<String>,
+    /// Only ids below this (keyset paging, newest first).
+    pub before_id: Option<i64>,
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Stats {
+    pub pending: u64,
+    pub running: u64,
+    pub done: u64,
+    pub dead: u64,
+    pub cancelled: u64,
+    pub total: u64,
+    /// Pending jobs whose due time is in the future (backing off).
+    pub waiting: u64,
+    #[serde(serialize_with = "ser_opt_time")]
+    pub next_retry_at: Option<Millis>,
+    pub paused_hosts: Vec<PausedHost>,
+    /// The whole queue is paused: no job starts in any process.
+    pub queue_paused: bool,
+    /// Hosts held below the per-host limit after a rate limit (adaptive politeness).
+    pub throttled_hosts: Vec<HostState>,
+    /// Set while a worker finds this machine offline.
+    pub offline: Option<OfflineState>,
+    /// Set while a worker waits out a problem of this machine's (a full disk, a database
+    /// that cannot be written).
+    pub stalled: Option<StallState>,
+}
+
+/// A worker's finding that this machine is offline: every attempt in a short window failed to
+/// reach the network. While it lasts, the worker starts no jobs, spends no retry budgets and
+/// probes the network with backoff.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OfflineState {
+    #[serde(serialize_with = "ser_time")]
+    pub since: Millis,
+    #[serde(serialize_with = "ser_time")]
+    pub next_probe_at: Millis,
+    /// Probes that failed so far.
+    pub probes: u32,
+    /// The failure that says so, in plain words.
+    pub reason: String,
+    /// The worker that found it (its process may have ended since).
+    pub worker: String,
+}
+
+/// A host's scheduling state, for `gleaner hosts` and the UI.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostState {
+    pub host: String,
+    #[serde(serialize_with = "ser_opt_time")]
+    pub paused_until: Option<Millis>,
+    pub reason: Option<String>,
+    pub manual_pause: bool,
+    /// Connections allowed while the host recovers from a rate limit (null: the policy's).
+    pub concurrency_limit: Option<u32>,
+    pub pending: u64,
+}
+
+/// A host and how many jobs it has, for the window's host filter.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostCount {
+    pub host: String,
+    pub jobs: u64,
+}
+
+/// A batch (one paste, drop or `add`) and how many jobs it holds.
+#[derive(Debug, Clone, Serialize)]
+pub struct BatchInfo {
+    pub id: i64,
+    pub name: String,
+    pub source: String,
+    #[serde(serialize_with = "ser_time")]
+    pub created_at: Millis,
+    pub jobs: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PausedHost {
+    pub host: String,
+    #[serde(serialize_with = "ser_opt_time")]
+    pub paused_until: Option<Millis>,
+    pub reason: Option<String>,
+    pub manual: bool,
+}
+
+/// The result of a manual action on one job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "result")]
+pub enum ActionResult {
+    Done { id: i64 },
+    NotFound { id: i64 },
+    WrongState { id: i64, status: Status },
+}
+
+fn ser_time<S: serde::Serializer>(t: &Millis, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&rfc3339(*t))
+}
+
+fn ser_opt_time<S: serde::Serializer>(
+    t: &Option<Millis>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match t {
+        Some(t) => s.serialize_str(&rfc3339(*t)),
+        None => s.serialize_none(),
+    }
+}
+
+/// RFC 3339 in UTC with milliseconds.
+pub fn rfc3339(ms: Millis) -> String {
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(&format).ok())
+        .unwrap_or_else(|| ms.to_string())
+}
+
+/// What stopped the worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StallKind {
+    /// A disk (or quota) holding the library or the database is full.
+    DiskFull,
+    /// The library folder cannot be written for another reason (read-only, permissions).
+    Library,
+    /// The database cannot be read or written.
+    Database,
+}
+
+/// A worker that starts no job until the problem clears. It probes with backoff and goes
+/// on by itself; the jobs it held went back to the queue with their budgets untouched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct StallState {
+    pub kind: StallKind,
+    /// What is wrong and what to do, in plain words.
+    pub reason: String,
+    #[serde(serialize_with = "ser_time")]
+    pub since: Millis,
+    #[serde(serialize_with = "ser_time")]
+    pub next_probe_at: Millis,
+    /// Probes that failed so far.
+    pub probes: u32,
+    /// The worker that found it.
+    pub worker: String,
+}

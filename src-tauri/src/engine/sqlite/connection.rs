@@ -1,0 +1,397 @@
+//! Opening the SQLite database: its pragmas, the write transaction every change runs in, and
+//! the background checkpointer of a long-lived worker.
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+
+use super::Store;
+use super::migrations::migrate;
+use crate::engine::queue::{QueueError, Result};
+
+/// A thread with its own connection that checkpoints the WAL, so the worker's commits do not
+/// stop to copy thousands of pages back into the database file (measured: the claim's p99
+/// at 1M jobs was 12 ms with checkpoints on the commit path). Once per 256 MiB of WAL a
+/// commit copies the rest itself, so that the WAL can start again (see
+/// [`Store::checkpoint_in_background_resetting_at`]).
+pub(super) struct Checkpointer {
+    stop: std::sync::mpsc::Sender<()>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        let _ = self.stop.send(());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// How often the background checkpointer runs.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
+
+/// WAL frames (4 KiB pages) after which a writer with a background checkpointer checkpoints
+/// on its own commit, so that the WAL starts again from its beginning: 256 MiB. That commit
+/// syncs the WAL written since the background thread last did (70-150 ms during the 1M-job
+/// claims), so this bounds the file and is set high enough to be rare: at 64 MiB the 1M-job
+/// claim's p99 rose from 0.22-0.33 ms to 0.34-0.50 ms; at 256 MiB it did not move.
+const WAL_RESET_FRAMES: i64 = 65_536;
+
+/// The size a WAL file is cut back to when it starts again (`journal_size_limit`), for
+/// connections that checkpoint on SQLite's own schedule (every 4,000 frames).
+const WAL_KEPT_BYTES: i64 = 64 * 1024 * 1024;
+
+/// The bytes a WAL file of `frames` frames takes: a 32-byte header, then per frame a 24-byte
+/// header and a 4 KiB page.
+fn wal_bytes(frames: i64) -> i64 {
+    32 + frames * (24 + 4096)
+}
+
+/// How long a write keeps asking for the lock, on top of each attempt's busy timeout.
+const WRITE_PATIENCE: Duration = Duration::from_secs(60);
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _)
+        if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
+}
+
+/// Put the database in WAL mode, waiting for another process that is doing the same.
+///
+/// On a new, empty database the switch writes the file's header: SQLite reads the header in
+/// a read transaction, then upgrades it to a write. An upgrade never calls the busy handler
+/// (two readers upgrading would wait for each other), so when another process holds the
+/// lock the switch fails at once, busy timeout or not. Six `gleaner add` started together on
+/// a new data folder hit this about once in 600 starts, and six threads opening one new file
+/// at the same instant 48 times in 1,800.
+fn switch_to_wal(conn: &Connection) -> rusqlite::Result<()> {
+    let started = Instant::now();
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(e) if is_busy(&e) && started.elapsed() < WRITE_PATIENCE => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
+}
+
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    // 5 s covers another process's transaction; WAL lets the GUI read while a worker writes;
+    // NORMAL is durable across process crashes (only an OS crash can lose the last commits).
+    conn.busy_timeout(Duration::from_secs(5))?;
+    switch_to_wal(conn)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // Measured with `cargo bench --bench queue`: the claim and completion spend their time in
+    // B-tree pages. Checkpointing less often writes each hot page back once per 16 MB of WAL
+    // instead of once per 4 MB. The page cache stays small (4 MB): a commit after a page split
+    // walks the whole cache (SQLite parks a page at the lock-byte page number while it
+    // renumbers siblings, and the commit then scans for pages past the end of the file), so
+    // 32 MB made the 1M-job claim's p99 0.6 ms instead of 0.35 ms and the 100k drain 10%
+    // slower.
+    conn.pragma_update(None, "cache_size", -4_096)?;
+    // No memory map. With one, SQLite looks every page up in the WAL index before it looks in
+    // its cache, and a page written by every commit has one entry per commit in that index's
+    // hash chain: 9% of a drain's time at 4 jobs in flight. Without it the 1M-job queue's
+    // drain and claim were no slower, and its peak RSS was 187 MB instead of 297 MB.
+    conn.pragma_update(None, "mmap_size", 0)?;
+    // A write to `jobs` that the lane trigger fires on (migration 0011: one that sets `run_at`)
+    // is a statement that may change several rows, so SQLite keeps a statement journal for it;
+    // in a file, that is a write system call per page touched (it halved batched intake when
+    // the trigger also fired on every insert).
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    conn.pragma_update(None, "wal_autocheckpoint", 4_000)?;
+    // A WAL that starts again keeps the size it grew to (in a long drain, or while a reader
+    // held an old snapshot) for as long as a connection stays open; this cuts it back.
+    conn.pragma_update(None, "journal_size_limit", WAL_KEPT_BYTES)?;
+    conn.set_prepared_statement_cache_capacity(64);
+    // Without the planner stability guarantee SQLite re-prepares a cached statement whenever
+    // a bound value it peeked at changes (here the claim's `LIMIT ?`): 4% of a drain's time in
+    // the profile. The claim's plans are fixed by `INDEXED BY` anyway.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
+    Ok(())
+}
+
+impl Store {
+    /// Open (creating if needed) the database at `path` and bring its schema up to date.
+    pub fn open(path: &Path) -> Result<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| QueueError::DataDir {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let mut conn = Connection::open(path)?;
+        let not_a_database = |e: QueueError| match e {
+            QueueError::Sqlite(rusqlite::Error::SqliteFailure(f, _))
+                if f.code == rusqlite::ErrorCode::NotADatabase =>
+            {
+                QueueError::NotADatabase(path.to_path_buf())
+            }
+            other => other,
+        };
+        configure(&conn).map_err(|e| not_a_database(e.into()))?;
+        migrate(&mut conn, Some(path)).map_err(not_a_database)?;
+        Ok(Self {
+            conn: Mutex::new(conn),
+            path: Some(path.to_path_buf()),
+            checkpointer: Mutex::new(None),
+            lane_keys: Mutex::default(),
+            clock_anchor: Mutex::default(),
+        })
+    }
+
+    /// A private in-memory database through the same code path, for tests.
+    pub fn open_in_memory() -> Result<Self> {
+        let mut conn = Connection::open_in_memory()?;
+        configure(&conn)?;
+        migrate(&mut conn, None)?;
+        Ok(Self {
+            conn: Mutex::new(conn),
+            path: None,
+            checkpointer: Mutex::new(None),
+            lane_keys: Mutex::default(),
+            clock_anchor: Mutex::default(),
+        })
+    }
+
+    /// Durability of this connection's commits: `NORMAL` (the default, safe against process
+    /// crashes) or `FULL` (an fsync per commit, safe against power loss too).
+    pub fn set_synchronous_full(&self, full: bool) -> Result<()> {
+        let conn = self.conn()?;
+        conn.pragma_update(None, "synchronous", if full { "FULL" } else { "NORMAL" })?;
+        Ok(())
+    }
+
+    /// Checkpoint the WAL from a background thread instead of on this connection's commits.
+    /// For a long-lived writer (the worker); short CLI commands keep SQLite's automatic
+    /// checkpoints. Does nothing for an in-memory database or if already running.
+    pub fn checkpoint_in_background(&self) -> Result<()> {
+        self.checkpoint_in_background_resetting_at(WAL_RESET_FRAMES)
+    }
+
+    /// [`Self::checkpoint_in_background`], with this connection's own checkpoint at
+    /// `reset_frames` WAL frames. The background checkpoint alone never lets the WAL start
+    /// again while a worker commits without a pause: SQLite rewinds the WAL only in a write
+    /// transaction that begins when every frame is already in the database file, and each
+    /// commit lands while the background copy runs. A 100,000-job drain grew it to 1.3 GB.
+    /// The commit that passes `reset_frames` copies what the background thread has not yet,
+    /// and the next transaction rewinds.
+    fn checkpoint_in_background_resetting_at(&self, reset_frames: i64) -> Result<()> {
+        let Some(path) = self.path.clone() else {
+            return Ok(());
+        };
+        let mut slot = self.checkpointer.lock().map_err(|_| QueueError::Poisoned)?;
+        if slot.is_some() {
+            return Ok(());
+        }
+        // Checkpoints only: the store that started it has migrated the schema.
+        let conn = Connection::open(&path)?;
+        configure(&conn)?;
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("gleaner-checkpoint".into())
+            .spawn(move || {
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(CHECKPOINT_EVERY)
+                {
+                    // PASSIVE never waits for readers or writers; what it cannot copy now it
+                    // copies next time.
+                    if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                    {
+                        tracing::debug!(error = %e, "background checkpoint skipped");
+                    }
+                }
+            })
+            .map_err(|source| QueueError::DataDir {
+                path: path.clone(),
+                source,
+            })?;
+        let conn = self.conn()?;
+        conn.pragma_update(None, "wal_autocheckpoint", reset_frames)?;
+        // The WAL file keeps the size it will grow back to. Cut back after each rewind, a
+        // drain grew it again page by page, and the file system allocated, zeroed and later
+        // freed every block: keeping it made a drain at 4 jobs in flight 20-30% faster
+        // (BENCHMARKS.md §3). A quarter more leaves room for the commits that pass the mark
+        // before a checkpoint completes.
+        conn.pragma_update(None, "journal_size_limit", wal_bytes(reset_frames * 5 / 4))?;
+        drop(conn);
+        *slot = Some(Checkpointer {
+            stop,
+            thread: Some(thread),
+        });
+        Ok(())
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    pub(super) fn conn(&self) -> Result<MutexGuard<'_, Connection>> {
+        self.conn.lock().map_err(|_| QueueError::Poisoned)
+    }
+
+    pub(super) fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.conn()?;
+        let started = Instant::now();
+        loop {
+            match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+                Ok(tx) => {
+                    let out = f(&tx)?;
+                    tx.commit()?;
+                    return Ok(out);
+                }
+                // SQLite's busy handler is not fair: with several processes writing, one can
+                // wait past the busy timeout while others keep taking the lock. Ask again
+                // rather than fail the job's bookkeeping (a failed claim would stop a worker).
+                Err(e) if is_busy(&e) && started.elapsed() < WRITE_PATIENCE => {
+                    tracing::warn!(
+                        waited_ms = started.elapsed().as_millis() as u64,
+                        "the queue database is busy (another process is writing); still waiting"
+                    );
+                    std::thread::sleep(Duration::from_millis(
+                        10 + (started.elapsed().subsec_nanos() % 40) as u64,
+                    ));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Run a read-only check query, for tests and diagnostics (`PRAGMA integrity_check`).
+    pub fn integrity_check(&self) -> Result<String> {
+        let conn = self.conn()?;
+        Ok(conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use std::time::Duration;
+
+    use rusqlite::Connection;
+
+    use crate::engine::policy::Policy;
+    use crate::engine::queue::{ClaimRequest, Finish, Success};
+    use crate::engine::sqlite::Store;
+    use crate::engine::sqlite::testing::job;
+
+    /// Threads stand in for processes here: SQLite takes the same file locks for each
+    /// connection. A barrier starts them together, closer than processes ever start.
+    #[test]
+    fn stores_opening_one_new_database_at_the_same_instant_all_open() {
+        let mut failures = Vec::new();
+        for _ in 0..40 {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("queue.db");
+            let start = std::sync::Arc::new(std::sync::Barrier::new(6));
+            let openers: Vec<_> = (0..6)
+                .map(|_| {
+                    let (path, start) = (path.clone(), start.clone());
+                    std::thread::spawn(move || {
+                        start.wait();
+                        Store::open(&path).map(drop)
+                    })
+                })
+                .collect();
+            for opener in openers {
+                if let Err(e) = opener.join().expect("opener") {
+                    failures.push(e.to_string());
+                }
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} of 240 opens failed: {:?}",
+            failures.len(),
+            failures.first()
+        );
+    }
+
+    #[test]
+    fn a_write_outwaits_another_process_holding_the_lock_past_the_busy_timeout() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("q.db");
+        let store = Store::open(&path).expect("store");
+        let other = Connection::open(&path).expect("second connection");
+        other
+            .execute_batch("BEGIN IMMEDIATE")
+            .expect("take the write lock");
+        let holder = std::thread::spawn(move || {
+            // Longer than the 5 s busy timeout of one attempt.
+            std::thread::sleep(Duration::from_millis(6500));
+            other.execute_batch("COMMIT").expect("release");
+        });
+        let started = std::time::Instant::now();
+        let batch = store.create_batch("late", "cli", 1);
+        holder.join().expect("holder");
+        assert!(batch.is_ok(), "{batch:?}");
+        assert!(started.elapsed() >= Duration::from_millis(6000));
+    }
+
+    #[test]
+    fn a_worker_that_never_pauses_keeps_its_wal_small_and_rewinds_it_in_place() {
+        // A background checkpoint alone never lets the WAL start again under a writer that
+        // commits without a pause; the writer's own checkpoint past `reset_frames` must, and
+        // the file keeps its size for the frames that follow.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("queue.db");
+        let store = Store::open(&path).expect("open");
+        store
+            .checkpoint_in_background_resetting_at(256)
+            .expect("checkpointer");
+        let jobs: Vec<_> = (0..2_000)
+            .map(|i| job(&format!("http://h{}.example/{i}", i % 50)))
+            .collect();
+        store.enqueue(None, &jobs, 2, 0).expect("enqueue");
+        let ok = Success {
+            http_status: 200,
+            ..Success::default()
+        };
+        let request = ClaimRequest {
+            owner: "w",
+            lease: Duration::from_secs(600),
+            per_host: 2,
+            max: 4,
+        };
+        let wal = dir.path().join("queue.db-wal");
+        let (mut finished, mut done, mut largest) = (Vec::new(), 0, 0);
+        let (mut size, mut cut_back) = (0, Vec::new());
+        loop {
+            let step = store
+                .step(&mut finished, &Policy::default(), 1_000, Some(&request))
+                .expect("step");
+            done += step.settled.len();
+            let now = std::fs::metadata(&wal).map_or(0, |m| m.len());
+            if now < size {
+                cut_back.push((size, now));
+            }
+            size = now;
+            largest = largest.max(size);
+            if step.claimed.is_empty() {
+                break;
+            }
+            finished = (step.claimed.into_iter())
+                .map(|c| (c, Finish::Success(ok.clone())))
+                .collect();
+        }
+        assert_eq!(done, 2_000);
+        // 256 frames are 1 MiB; without the writer's checkpoint this drain grows the WAL to
+        // about 25 MB.
+        assert!(largest < 4 << 20, "the WAL grew to {largest} bytes");
+        // Rewound in place: a file cut back below what the next 256 frames need is grown again
+        // block by block. (When a checkpoint waits for the background one, the WAL passes the
+        // mark by a few commits; one past the limit is cut back to the limit, which is fine.)
+        assert!(
+            cut_back.iter().all(|&(_, to)| to as i64 >= wal_bytes(256)),
+            "the WAL file was cut back below 256 frames: {cut_back:?}"
+        );
+    }
+}

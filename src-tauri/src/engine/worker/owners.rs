@@ -1,0 +1,75 @@
+//! Lease owner ids, and whether the process behind one still runs: the recovery of jobs whose
+//! worker is gone asks this before it looks at a lease's expiry.
+
+use std::collections::HashSet;
+use std::sync::{Mutex, OnceLock};
+
+use rand::Rng as _;
+
+use crate::engine::queue::Liveness;
+
+/// Owner ids of the workers alive in this process.
+pub(super) fn live_owners() -> &'static Mutex<HashSet<String>> {
+    static LIVE: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+    LIVE.get_or_init(|| Mutex::new(HashSet::new()))
+}
+
+/// "pid-<pid>-<start>-<random>": the pid and its start time let any process on this machine
+/// tell whether the owner still runs (a pid can be given out again); the random part tells
+/// two workers of one process apart.
+pub(super) fn new_owner_id() -> String {
+    let nonce: u32 = rand::rng().random();
+    let pid = std::process::id();
+    let start = process_start(pid).unwrap_or(0);
+    format!("pid-{pid}-{start}-{nonce:08x}")
+}
+
+/// Whether the process behind a lease owner id still runs: ours, another worker of this
+/// process, or a process of this machine that started when the id says. An id of another
+/// form is not ours to judge.
+pub fn liveness(owner: &str, me: &str) -> Liveness {
+    if owner == me {
+        return Liveness::Alive;
+    }
+    let mut parts = owner.strip_prefix("pid-").map(|rest| rest.split('-'));
+    let Some(pid) = parts
+        .as_mut()
+        .and_then(|p| p.next())
+        .and_then(|p| p.parse::<u32>().ok())
+    else {
+        return Liveness::Unknown;
+    };
+    let rest: Vec<&str> = parts.map(|p| p.collect()).unwrap_or_default();
+    // "pid-<pid>-<start>-<nonce>"; earlier versions wrote "pid-<pid>-<nonce>".
+    let started: Option<u64> = match rest.as_slice() {
+        [start, _nonce] => start.parse().ok(),
+        _ => None,
+    };
+    if pid == std::process::id() {
+        // Our own process: another worker in it is alive exactly while it is registered; any
+        // other owner with our pid was an earlier process that happened to get the same id.
+        return match live_owners().lock() {
+            Ok(set) if set.contains(owner) => Liveness::Alive,
+            Ok(_) => Liveness::Gone,
+            Err(_) => Liveness::Unknown,
+        };
+    }
+    if !cfg!(target_os = "linux") {
+        return Liveness::Unknown;
+    }
+    match (process_start(pid), started) {
+        (None, _) => Liveness::Gone,
+        // The pid was given to another process since.
+        (Some(now), Some(then)) if now != then => Liveness::Gone,
+        _ => Liveness::Alive,
+    }
+}
+
+/// When a process started, in clock ticks after boot (`/proc/<pid>/stat`, field 22), or
+/// `None` if there is no such process.
+pub(super) fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: count from its end.
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(19)?.parse().ok()
+}

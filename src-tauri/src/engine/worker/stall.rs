@@ -1,0 +1,412 @@
+//! A worker that cannot go on for a reason of this machine's (a full disk, a library it may
+//! not write, a database error) stalls: it starts no job, says why, probes with backoff and
+//! goes on by itself. It keeps a little room in reserve so the database can still record the
+//! put-backs when the disk fills.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::{Run, RunMode, Worker, WorkerError};
+use crate::engine::clock::Millis;
+use crate::engine::policy;
+use crate::engine::queue::{QueueError, StallKind, StallState};
+
+/// A stall as this worker holds it: the shared state, plus what only this process knows.
+#[derive(Debug, Clone)]
+pub(super) struct Stall {
+    pub(super) state: StallState,
+    /// Boot-clock time it began, for `--until-idle`'s patience (the wall clock may jump).
+    began_boot: Millis,
+    /// The database has this state (a full database may not take it at first).
+    recorded: bool,
+}
+
+/// A stalled worker probes after 1 s, then twice as long each time, up to this: space freed
+/// is noticed within this long.
+pub(super) const STALL_PROBE_MAX: Duration = Duration::from_secs(5);
+
+/// A stall within this long of the last one's end keeps that one's backoff.
+pub(super) const STALL_MEMORY: Duration = Duration::from_secs(60);
+
+/// How long `run --until-idle` waits for a stall to clear before it gives up (and says why).
+pub const STALL_PATIENCE: Duration = Duration::from_secs(45);
+
+/// The probe wants this much free in the library folder: room for a page, not just a byte.
+pub(super) const PROBE_FREE_BYTES: u64 = 1 << 20;
+
+/// ...and writes this much there, to know it can (a read-only or forbidden folder has room).
+pub(super) const PROBE_BYTES: usize = 4096;
+
+/// Room kept in reserve beside the database for the queue's own writes on a full disk.
+pub(super) const RESERVE_BYTES: u64 = 1 << 20;
+
+/// How often a stall on a full disk looks for room (a statvfs, nothing written).
+pub(super) const ROOM_CHECK_MS: Millis = 1_000;
+
+impl Worker {
+    /// While stalled: keep committing what finishes (when the database takes it), probe when
+    /// the probe is due, and, for `--until-idle`, give up after [`STALL_PATIENCE`].
+    pub(super) async fn wait_out_stall(
+        self: &Arc<Self>,
+        mode: RunMode,
+        run: &mut Run,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> Result<(), WorkerError> {
+        let Some(stall) = self.stall_full() else {
+            return Ok(());
+        };
+        if !stall.recorded {
+            let state = stall.state.clone();
+            if self.db(move |s| s.set_stalled(Some(&state))).await.is_ok() {
+                self.mark_stall_recorded();
+            }
+        }
+        if !run.ready.is_empty() {
+            let policy = self.policy();
+            if let Err(e) = self.step(run, &policy, 0).await {
+                tracing::debug!(error = %e, "still cannot record finished jobs");
+            }
+        }
+        let waited = Duration::from_millis((self.clock.boot_ms() - stall.began_boot).max(0) as u64);
+        if mode == RunMode::UntilIdle && run.inflight.is_empty() && waited >= STALL_PATIENCE {
+            let (owner, now, reason) = (
+                self.owner.clone(),
+                self.clock.now_ms(),
+                stall.state.reason.clone(),
+            );
+            if let Err(e) = self
+                .db(move |s| s.put_back(&owner, None, &reason, now))
+                .await
+            {
+                tracing::debug!(error = %e, "cannot put back the jobs this worker holds");
+            }
+            return Err(WorkerError::Stalled(stall.state));
+        }
+        let clock = self.clock.clone();
+        // A full disk is looked at every second, which costs one statvfs: space freed is seen
+        // at once, while the probe that writes keeps its backoff.
+        let disk_full = stall.state.kind == StallKind::DiskFull;
+        let at = if disk_full {
+            stall
+                .state
+                .next_probe_at
+                .min(self.clock.now_ms() + ROOM_CHECK_MS)
+        } else {
+            stall.state.next_probe_at
+        };
+        let patience_ends = stall.began_boot + STALL_PATIENCE.as_millis() as Millis;
+        let boot_left = (patience_ends - self.clock.boot_ms()).max(0) as u64;
+        tokio::select! {
+            Some(joined) = run.inflight.join_next_with_id(), if !run.inflight.is_empty() => {
+                run.collect(joined);
+                return Ok(());
+            }
+            _ = clock.sleep_until(at) => {}
+            // Patience that runs out before the next probe is looked at when it does.
+            _ = tokio::time::sleep(Duration::from_millis(boot_left)),
+                if mode == RunMode::UntilIdle && boot_left > 0 => {
+                return Ok(());
+            }
+            _ = shutdown.changed() => return Ok(()),
+        }
+        let early = self.clock.now_ms() < stall.state.next_probe_at;
+        if early && !(disk_full && self.has_room()) {
+            return Ok(());
+        }
+        match self.probe().await {
+            Ok(()) => self.clear_stall(),
+            Err((kind, reason)) => self.stall_again(kind, reason),
+        }
+        Ok(())
+    }
+
+    /// Whether the library's and the database's file systems have room again (statvfs only),
+    /// the database's counting the reserve it gave up (see [`Worker::release_reserve`]).
+    pub(super) fn has_room(&self) -> bool {
+        let library = free_bytes(self.library.root()).is_none_or(|f| f >= PROBE_FREE_BYTES);
+        let database = match self.reserve_path() {
+            Some(reserve) => {
+                let want = PROBE_FREE_BYTES + if reserve.exists() { 0 } else { RESERVE_BYTES };
+                reserve
+                    .parent()
+                    .and_then(free_bytes)
+                    .is_none_or(|f| f >= want)
+            }
+            None => true,
+        };
+        library && database
+    }
+
+    /// A file of [`RESERVE_BYTES`] beside the database, given up when the disk fills so that
+    /// the queue can still record what it holds (a full disk refuses the very writes that put
+    /// jobs back), and taken again once there is room. As CockroachDB's ballast file does.
+    pub(super) fn reserve_path(&self) -> Option<PathBuf> {
+        self.store
+            .database_file()
+            .and_then(Path::parent)
+            .map(|dir| dir.join(".gleaner-reserve"))
+    }
+
+    /// Take the reserve, if it is not there (at start, and once a stall clears).
+    pub(super) fn take_reserve(&self) {
+        let Some(path) = self.reserve_path() else {
+            return;
+        };
+        tokio::task::spawn_blocking(move || {
+            use std::io::Write as _;
+            if std::fs::metadata(&path).is_ok_and(|m| m.len() >= RESERVE_BYTES) {
+                return;
+            }
+            let written = std::fs::File::create(&path).and_then(|mut f| {
+                f.write_all(&vec![0u8; RESERVE_BYTES as usize])?;
+                f.sync_all()
+            });
+            if let Err(e) = written {
+                // A disk already full: the stall will say so; nothing is held back for it.
+                let _ = std::fs::remove_file(&path);
+                tracing::debug!(error = %e, "cannot keep room in reserve for the queue");
+            }
+        });
+    }
+
+    /// Give the reserve up to the database: the disk is full.
+    pub(super) fn release_reserve(&self) {
+        if let Some(path) = self.reserve_path()
+            && std::fs::remove_file(&path).is_ok()
+        {
+            tracing::info!(
+                "gave the queue the {} KiB it keeps in reserve, so it can record what it holds",
+                RESERVE_BYTES / 1024
+            );
+        }
+    }
+
+    pub(super) fn stall_full(&self) -> Option<Stall> {
+        self.stall.lock().ok().and_then(|s| s.clone())
+    }
+
+    pub(super) fn mark_stall_recorded(&self) {
+        if let Ok(mut s) = self.stall.lock()
+            && let Some(s) = s.as_mut()
+        {
+            s.recorded = true;
+        }
+    }
+
+    /// Stall on an error of the loop's own database work.
+    pub(super) fn stall_on(&self, e: &WorkerError) {
+        let (kind, reason) = database_fault(e, self.store.database_file());
+        self.stall_begin(kind, reason);
+    }
+
+    /// Start a stall, unless one holds already (several saves in flight fail together).
+    pub(super) fn stall_begin(&self, kind: StallKind, reason: String) {
+        if self.stalled().is_none() {
+            self.stall_again(kind, reason);
+        }
+    }
+
+    /// Start a stall, or, if one holds already, take the newer reason and wait longer before
+    /// the next probe. The first of a stall is logged and announced; the others are not.
+    pub(super) fn stall_again(&self, kind: StallKind, reason: String) {
+        let (now, boot) = (self.clock.now_ms(), self.clock.boot_ms());
+        let Ok(mut slot) = self.stall.lock() else {
+            return;
+        };
+        // A stall that comes back soon after one cleared (the probe passed, the real work still
+        // fails) goes on with the backoff it had, so the two never take turns every second.
+        let recent = self
+            .last_stall
+            .lock()
+            .ok()
+            .and_then(|l| *l)
+            .filter(|&(at, _)| boot - at < STALL_MEMORY.as_millis() as Millis)
+            .map(|(_, probes)| probes + 1);
+        let probes = slot
+            .as_ref()
+            .map(|s| s.state.probes + 1)
+            .or(recent)
+            .unwrap_or(0);
+        let wait = stall_probe_wait(probes);
+        let fresh = slot.is_none();
+        let stall = slot.get_or_insert_with(|| Stall {
+            state: StallState {
+                kind,
+                reason: reason.clone(),
+                since: now,
+                next_probe_at: now,
+                probes: 0,
+                worker: self.owner.clone(),
+            },
+            began_boot: boot,
+            recorded: false,
+        });
+        stall.state.kind = kind;
+        stall.state.reason = reason;
+        stall.state.probes = probes;
+        stall.state.next_probe_at = now + wait.as_millis() as Millis;
+        stall.recorded = false;
+        let state = stall.state.clone();
+        drop(slot);
+        if kind == StallKind::DiskFull {
+            self.release_reserve();
+        }
+        if fresh {
+            tracing::error!(
+                "Paused: {}. No job starts and no retry is spent until this is fixed; Gleaner checks again by itself (next in {}).",
+                state.reason,
+                policy::human_duration(wait)
+            );
+        } else {
+            tracing::warn!(
+                "Still paused: {}; checking again in {}.",
+                state.reason,
+                policy::human_duration(wait)
+            );
+        }
+        self.health.send_replace(Some(state));
+    }
+
+    /// The probe passed: go on.
+    pub(super) fn clear_stall(&self) {
+        let Some(stall) = self.stall.lock().ok().and_then(|mut s| s.take()) else {
+            return;
+        };
+        let took = Duration::from_millis((self.clock.boot_ms() - stall.began_boot).max(0) as u64);
+        if let Ok(mut last) = self.last_stall.lock() {
+            *last = Some((self.clock.boot_ms(), stall.state.probes));
+        }
+        tracing::info!(
+            "Resumed after {}: {} no longer holds the queue.",
+            policy::human_duration(took),
+            stall.state.reason
+        );
+        self.health.send_replace(None);
+        self.take_reserve();
+        self.wake();
+    }
+
+    /// A cheap check that the stall's cause has cleared: a small write to the library folder
+    /// and one to the database (which also clears the recorded stall).
+    pub(super) async fn probe(&self) -> Result<(), (StallKind, String)> {
+        if !self.has_room()
+            && let Some(stall) = self.stalled()
+        {
+            return Err((stall.kind, stall.reason));
+        }
+        let root = self.library.root().to_path_buf();
+        let file = root.join(format!(".gleaner-probe-{}.tmp", self.owner));
+        let written = tokio::task::spawn_blocking(move || probe_write(&root, &file)).await;
+        match written {
+            Ok(Ok(())) => {}
+            Ok(Err((path, e))) => {
+                return Err(library_fault(self.library.root(), &e).unwrap_or_else(|| {
+                    (
+                        StallKind::Library,
+                        format!("cannot write to the library ({}): {e}", path.display()),
+                    )
+                }));
+            }
+            Err(e) => return Err((StallKind::Library, format!("the library check failed: {e}"))),
+        }
+        // A write, and a read of the queue itself: a settings row alone may pass where the
+        // jobs cannot be read.
+        let checked = self
+            .db(|s| {
+                s.set_stalled(None)?;
+                s.has_active()
+            })
+            .await;
+        match checked {
+            Ok(_) => Ok(()),
+            Err(e) => Err(database_fault(&e, self.store.database_file())),
+        }
+    }
+}
+
+/// A write to the library (at `root`) that failed for a reason of this machine's, which stalls
+/// the queue rather than fail the job: what it is, in words that say what to do.
+pub(super) fn library_fault(root: &Path, e: &std::io::Error) -> Option<(StallKind, String)> {
+    use std::io::ErrorKind;
+    const ENOSPC: i32 = 28;
+    const EDQUOT: i32 = 122;
+    const EROFS: i32 = 30;
+    let where_ = root.display();
+    match (e.kind(), e.raw_os_error()) {
+        (ErrorKind::StorageFull, _) | (_, Some(ENOSPC)) => Some((
+            StallKind::DiskFull,
+            format!("the disk holding the library ({where_}) is full"),
+        )),
+        (ErrorKind::QuotaExceeded, _) | (_, Some(EDQUOT)) => Some((
+            StallKind::DiskFull,
+            format!("the disk quota for the library ({where_}) is used up"),
+        )),
+        (ErrorKind::ReadOnlyFilesystem, _) | (_, Some(EROFS)) => Some((
+            StallKind::Library,
+            format!("the library ({where_}) is on a read-only file system"),
+        )),
+        (ErrorKind::PermissionDenied, _) => Some((
+            StallKind::Library,
+            format!("Gleaner may not write to the library ({where_})"),
+        )),
+        _ => None,
+    }
+}
+
+/// What a database error means for the queue, in words that say what to do.
+pub(super) fn database_fault(e: &WorkerError, db: Option<&Path>) -> (StallKind, String) {
+    let full = matches!(
+        e,
+        WorkerError::Queue(QueueError::Sqlite(rusqlite::Error::SqliteFailure(f, _)))
+            if f.code == rusqlite::ErrorCode::DiskFull
+    );
+    let db = db.map_or_else(
+        || "the queue database".to_string(),
+        |p| p.display().to_string(),
+    );
+    if full {
+        (
+            StallKind::DiskFull,
+            format!("the disk holding the database ({db}) is full"),
+        )
+    } else {
+        (
+            StallKind::Database,
+            format!("the database ({db}) cannot be used: {e}"),
+        )
+    }
+}
+
+/// The wait before a stalled worker's probe number `probes` (0 for the first).
+pub(super) fn stall_probe_wait(probes: u32) -> Duration {
+    Duration::from_secs(1u64 << probes.min(8)).min(STALL_PROBE_MAX)
+}
+
+/// Check for [`PROBE_FREE_BYTES`] of room in `root`, then write, sync and remove
+/// [`PROBE_BYTES`] there: cheap enough to repeat every few seconds for hours. On failure, the
+/// path and the error.
+pub(super) fn probe_write(root: &Path, file: &Path) -> Result<(), (PathBuf, std::io::Error)> {
+    use std::io::Write as _;
+    std::fs::create_dir_all(root).map_err(|e| (root.to_path_buf(), e))?;
+    if free_bytes(root).is_some_and(|free| free < PROBE_FREE_BYTES) {
+        return Err((
+            file.to_path_buf(),
+            std::io::Error::from(std::io::ErrorKind::StorageFull),
+        ));
+    }
+    let result = std::fs::File::create(file).and_then(|mut f| {
+        f.write_all(&vec![0u8; PROBE_BYTES])?;
+        f.sync_all()
+    });
+    let _ = std::fs::remove_file(file);
+    result.map_err(|e| (file.to_path_buf(), e))
+}
+
+/// Room left for an unprivileged writer on the file system holding `dir`, where it can tell.
+pub(super) fn free_bytes(dir: &Path) -> Option<u64> {
+    let fs = rustix::fs::statvfs(dir).ok()?;
+    Some(fs.f_bavail.saturating_mul(fs.f_frsize))
+}
