@@ -12,10 +12,7 @@ use super::migrations::migrate;
 use crate::engine::queue::{QueueError, Result};
 
 /// A thread with its own connection that checkpoints the WAL, so the worker's commits do not
-/// stop to copy thousands of pages back into the database file (measured: the claim's p99
-/// at 1M jobs was 12 ms with checkpoints on the commit path). Once per 256 MiB of WAL a
-/// commit copies the rest itself, so that the WAL can start again (see
-/// [`Store::checkpoint_in_background_resetting_at`]).
+/// stop to copy pages back into the database file (docs/ARCHITECTURE.md, "SQLite tuning").
 pub(super) struct Checkpointer {
     stop: std::sync::mpsc::Sender<()>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -33,11 +30,9 @@ impl Drop for Checkpointer {
 /// How often the background checkpointer runs.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
 
-/// WAL frames (4 KiB pages) after which a writer with a background checkpointer checkpoints
-/// on its own commit, so that the WAL starts again from its beginning: 256 MiB. That commit
-/// syncs the WAL written since the background thread last did (70-150 ms during the 1M-job
-/// claims), so this bounds the file and is set high enough to be rare: at 64 MiB the 1M-job
-/// claim's p99 rose from 0.22-0.33 ms to 0.34-0.50 ms; at 256 MiB it did not move.
+/// WAL frames (4 KiB pages, so 256 MiB) after which a writer with a background checkpointer
+/// checkpoints on its own commit so the WAL can start again: rare enough not to show in the
+/// claim's p99.
 const WAL_RESET_FRAMES: i64 = 65_536;
 
 /// The size a WAL file is cut back to when it starts again (`journal_size_limit`), for
@@ -84,32 +79,19 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(Duration::from_secs(5))?;
     switch_to_wal(conn)?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    // Measured with `cargo bench --bench queue`: the claim and completion spend their time in
-    // B-tree pages. Checkpointing less often writes each hot page back once per 16 MB of WAL
-    // instead of once per 4 MB. The page cache stays small (4 MB): a commit after a page split
-    // walks the whole cache (SQLite parks a page at the lock-byte page number while it
-    // renumbers siblings, and the commit then scans for pages past the end of the file), so
-    // 32 MB made the 1M-job claim's p99 0.6 ms instead of 0.35 ms and the 100k drain 10%
-    // slower.
+    // A small page cache: a commit after a page split walks all of it (docs/ARCHITECTURE.md,
+    // "SQLite tuning", for this and the pragmas below).
     conn.pragma_update(None, "cache_size", -4_096)?;
-    // No memory map. With one, SQLite looks every page up in the WAL index before it looks in
-    // its cache, and a page written by every commit has one entry per commit in that index's
-    // hash chain: 9% of a drain's time at 4 jobs in flight. Without it the 1M-job queue's
-    // drain and claim were no slower, and its peak RSS was 187 MB instead of 297 MB.
+    // No memory map: with one, every page read walks the WAL index's hash chain first.
     conn.pragma_update(None, "mmap_size", 0)?;
-    // A write to `jobs` that the lane trigger fires on (migration 0011: one that sets `run_at`)
-    // is a statement that may change several rows, so SQLite keeps a statement journal for it;
-    // in a file, that is a write system call per page touched (it halved batched intake when
-    // the trigger also fired on every insert).
+    // The statement journals of writes the lane trigger fires on stay in memory.
     conn.pragma_update(None, "temp_store", "MEMORY")?;
     conn.pragma_update(None, "wal_autocheckpoint", 4_000)?;
     // A WAL that starts again keeps the size it grew to (in a long drain, or while a reader
     // held an old snapshot) for as long as a connection stays open; this cuts it back.
     conn.pragma_update(None, "journal_size_limit", WAL_KEPT_BYTES)?;
     conn.set_prepared_statement_cache_capacity(64);
-    // Without the planner stability guarantee SQLite re-prepares a cached statement whenever
-    // a bound value it peeked at changes (here the claim's `LIMIT ?`): 4% of a drain's time in
-    // the profile. The claim's plans are fixed by `INDEXED BY` anyway.
+    // Cached statements are not re-prepared for a new `LIMIT ?`; `INDEXED BY` fixes the plans.
     conn.set_db_config(
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
         true,
@@ -176,12 +158,8 @@ impl Store {
     }
 
     /// [`Self::checkpoint_in_background`], with this connection's own checkpoint at
-    /// `reset_frames` WAL frames. The background checkpoint alone never lets the WAL start
-    /// again while a worker commits without a pause: SQLite rewinds the WAL only in a write
-    /// transaction that begins when every frame is already in the database file, and each
-    /// commit lands while the background copy runs. A 100,000-job drain grew it to 1.3 GB.
-    /// The commit that passes `reset_frames` copies what the background thread has not yet,
-    /// and the next transaction rewinds.
+    /// `reset_frames` WAL frames: the background checkpoint alone never lets the WAL rewind
+    /// while a worker commits without a pause.
     fn checkpoint_in_background_resetting_at(&self, reset_frames: i64) -> Result<()> {
         let Some(path) = self.path.clone() else {
             return Ok(());
@@ -214,11 +192,8 @@ impl Store {
             })?;
         let conn = self.conn()?;
         conn.pragma_update(None, "wal_autocheckpoint", reset_frames)?;
-        // The WAL file keeps the size it will grow back to. Cut back after each rewind, a
-        // drain grew it again page by page, and the file system allocated, zeroed and later
-        // freed every block: keeping it made a drain at 4 jobs in flight 20-30% faster
-        // (BENCHMARKS.md §3). A quarter more leaves room for the commits that pass the mark
-        // before a checkpoint completes.
+        // The WAL keeps the size it grows back to (a quarter over the mark), so the file
+        // system does not allocate and free its blocks on every cycle.
         conn.pragma_update(None, "journal_size_limit", wal_bytes(reset_frames * 5 / 4))?;
         drop(conn);
         *slot = Some(Checkpointer {

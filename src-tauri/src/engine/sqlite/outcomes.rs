@@ -857,13 +857,17 @@ mod tests {
         assert_eq!(s.refresh("beating", 600_000).expect("refresh"), 1);
         assert_eq!(s.refresh("nobody", 600_000).expect("refresh"), 0);
         let unknown = |_: &str| Liveness::Unknown;
-        let recovered = s.recover(&Policy::default(), 120_000, unknown).expect("recover");
+        let recovered = s
+            .recover(&Policy::default(), 120_000, unknown)
+            .expect("recover");
         let ids: Vec<i64> = recovered.iter().map(|f| f.job.id).collect();
         assert_eq!(ids, vec![silent.job_id]);
         let kept = s.job(beating.job_id).expect("job").expect("row");
         assert_eq!(kept.status, Status::Running);
         // Past the refreshed lease it comes back too.
-        let later = s.recover(&Policy::default(), 600_001, unknown).expect("recover");
+        let later = s
+            .recover(&Policy::default(), 600_001, unknown)
+            .expect("recover");
         assert_eq!(later.len(), 1);
         assert_eq!(later[0].job.id, beating.job_id);
     }

@@ -89,10 +89,8 @@ pub struct Worker {
     last_stall: Mutex<Option<(Millis, u32)>>,
 }
 
-/// A body above this is extracted only while no other such body is. Extraction holds about
-/// 14 times the body at its peak (BENCHMARKS.md §2), so four 50 MB pages at once, the
-/// default body cap and fetches in flight, would take about 2.7 GB of a laptop's memory; one
-/// at a time, plus the small ones beside it, stays under 1 GB.
+/// A body above this is extracted only while no other such body is: extraction's peak is
+/// many times the body (BENCHMARKS.md §2), and four at once would not fit a laptop.
 const BIG_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// What the worker has seen of this machine's network. Offline is this process's finding
