@@ -15,6 +15,10 @@ use tokio::sync::Notify;
 /// Unix time in milliseconds (UTC), the unit stored in every time column.
 pub type Millis = i64;
 
+/// A change of the wall clock's offset from the boot clock below this is drift that NTP
+/// slews away, not a jump.
+pub const JUMP_THRESHOLD_MS: Millis = 2_000;
+
 pub trait Clock: Send + Sync + 'static {
     fn now_ms(&self) -> Millis;
 

@@ -12,8 +12,7 @@ use super::Store;
 use crate::engine::clock::{Millis, Reading};
 use crate::engine::queue::{QueueError, Result};
 
-/// A change of offset below this is drift that NTP slews away, not a jump.
-pub const JUMP_THRESHOLD_MS: Millis = 2_000;
+use crate::engine::clock::JUMP_THRESHOLD_MS;
 
 const ANCHOR_KEY: &str = "clock_anchor";
 

@@ -545,7 +545,7 @@ mod tests {
             ("worker/mod.rs", include_str!("../worker/mod.rs")),
             ("worker/stall.rs", include_str!("../worker/stall.rs")),
             ("policy.rs", include_str!("../policy.rs")),
-            ("intake.rs", include_str!("../intake.rs")),
+            ("intake/mod.rs", include_str!("../intake/mod.rs")),
             ("library.rs", include_str!("../library.rs")),
             ("export.rs", include_str!("../export.rs")),
         ];

@@ -27,7 +27,6 @@ mod stall;
 pub(crate) mod testing;
 mod watch;
 
-pub use clock_jump::JUMP_THRESHOLD_MS;
 pub use migrations::migrations;
 pub use outcomes::RECOVERY_STREAK;
 

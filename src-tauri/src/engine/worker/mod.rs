@@ -83,7 +83,7 @@ pub struct Worker {
     /// Set while a problem of this machine's (full disk, database errors) holds the worker.
     stall: Mutex<Option<Stall>>,
     health: watch::Sender<Option<StallState>>,
-    /// The clock offset last reconciled with the store (see `sqlite::clock_jump`).
+    /// The clock offset last reconciled with the store (see `Queue::reconcile_clock`).
     clock_offset: Mutex<Option<(String, Millis)>>,
     /// When the last stall cleared (boot clock) and the probes it had taken.
     last_stall: Mutex<Option<(Millis, u32)>>,
@@ -410,7 +410,7 @@ impl Worker {
         Ok(step.claimed)
     }
 
-    /// Notice a jump of the wall clock (see `sqlite::clock_jump`), and keep this worker's own
+    /// Notice a jump of the wall clock (see `Queue::reconcile_clock`), and keep this worker's own
     /// waits (the next offline probe, the next stall probe) to their length too. Without
     /// `force`, the store is asked only when this worker's own reading has moved.
     async fn reconcile_clock(&self, force: bool) -> Result<(), WorkerError> {
@@ -418,7 +418,7 @@ impl Worker {
         let offset = reading.offset();
         let moved = match self.clock_offset.lock() {
             Ok(last) => last.as_ref().is_none_or(|(boot, o)| {
-                *boot != reading.boot_id || (offset - o).abs() >= super::sqlite::JUMP_THRESHOLD_MS
+                *boot != reading.boot_id || (offset - o).abs() >= super::clock::JUMP_THRESHOLD_MS
             }),
             Err(_) => true,
         };

@@ -358,11 +358,7 @@ pub(super) fn library_fault(root: &Path, e: &std::io::Error) -> Option<(StallKin
 
 /// What a database error means for the queue, in words that say what to do.
 pub(super) fn database_fault(e: &WorkerError, db: Option<&Path>) -> (StallKind, String) {
-    let full = matches!(
-        e,
-        WorkerError::Queue(QueueError::Sqlite(rusqlite::Error::SqliteFailure(f, _)))
-            if f.code == rusqlite::ErrorCode::DiskFull
-    );
+    let full = matches!(e, WorkerError::Queue(q) if q.is_disk_full());
     let db = db.map_or_else(
         || "the queue database".to_string(),
         |p| p.display().to_string(),

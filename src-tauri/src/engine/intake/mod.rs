@@ -13,6 +13,10 @@ use url::Url;
 use super::clock::Millis;
 use super::queue::{Enqueued, NewJob, Queue, QueueError};
 
+mod entry;
+
+pub use entry::{Entry, Item};
+
 /// Why a file or standard input gave no links to scan.
 #[derive(Debug, thiserror::Error)]
 pub enum IntakeError {
