@@ -38,15 +38,17 @@ fn check_found(found: &[Found]) {
         match f {
             Found::Url { url, key, host, .. } => {
                 assert!(
-                    url.starts_with("http://") || url.starts_with("https://"),
-                    "queued a non-web URL: {url}"
+                    url.starts_with("http://")
+                        || url.starts_with("https://")
+                        || intake::Identifier::from_uri(url).is_some(),
+                    "queued neither a web URL nor an identifier: {url}"
                 );
                 assert!(!host.is_empty(), "queued {url} without a host");
                 assert!(!key.is_empty());
                 let _ = intake::without_credentials(url);
             }
             // What is echoed to a terminal must not carry control characters.
-            Found::Rejected { input, .. } => {
+            Found::Rejected { input, .. } | Found::Skipped { input, .. } => {
                 assert!(
                     !input.chars().any(char::is_control),
                     "rejected input echoed raw: {input:?}"

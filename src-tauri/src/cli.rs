@@ -85,6 +85,18 @@ pub struct PolicyFlags {
     /// refuse it as a fatal failure (false).
     #[arg(long, global = true, value_name = "BOOL")]
     pub keep_other_types: Option<bool>,
+    /// Where DOIs are resolved (default https://doi.org).
+    #[arg(long, global = true, value_name = "URL")]
+    pub doi_resolver: Option<String>,
+    /// Where arXiv ids are looked up (default https://arxiv.org).
+    #[arg(long, global = true, value_name = "URL")]
+    pub arxiv: Option<String>,
+    /// Where PubMed ids are looked up (default https://pubmed.ncbi.nlm.nih.gov).
+    #[arg(long, global = true, value_name = "URL")]
+    pub pubmed: Option<String>,
+    /// The Wayback Machine's availability API (default https://archive.org/wayback/available).
+    #[arg(long, global = true, value_name = "URL")]
+    pub wayback: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -324,6 +336,16 @@ impl PolicyFlags {
         }
         if let Some(v) = self.keep_other_types {
             p.keep_binary = v;
+        }
+        for (flag, slot) in [
+            (&self.doi_resolver, &mut p.services.doi_resolver),
+            (&self.arxiv, &mut p.services.arxiv),
+            (&self.pubmed, &mut p.services.pubmed),
+            (&self.wayback, &mut p.services.wayback),
+        ] {
+            if let Some(v) = flag {
+                *slot = v.trim_end_matches('/').to_string();
+            }
         }
         p
     }
@@ -591,6 +613,7 @@ fn report_added(
                 rejected += 1;
                 writeln!(out, "rejected {input}: {reason}")?;
             }
+            Found::Skipped { input, reason } => writeln!(out, "skipped {input}: {reason}")?,
         }
     }
     Ok(rejected)

@@ -124,6 +124,7 @@ fn queue_round(n: usize) -> f64 {
                 url_key: url.clone(),
                 url,
                 host,
+                reference: None,
             }
         })
         .collect();

@@ -61,6 +61,7 @@ fn fill(store: &Store) {
                     url_key: url.clone(),
                     url,
                     host,
+                    reference: None,
                 }
             })
             .collect();

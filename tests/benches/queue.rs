@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gleaner::engine::policy::Policy;
-use gleaner::engine::queue::{ClaimRequest, NewJob, Queue as _, Success};
+use gleaner::engine::queue::{ClaimRequest, NewJob, Queue, Success};
 use gleaner::engine::sqlite::{Store, db_path};
 
 fn jobs(n: usize) -> Vec<NewJob> {
@@ -43,6 +43,7 @@ fn named_jobs(tag: &str, from: usize, n: usize, hosts: usize) -> Vec<NewJob> {
                 url_key: url.clone(),
                 url,
                 host,
+                reference: None,
             }
         })
         .collect()
@@ -114,8 +115,8 @@ fn drain_on(
             let kept = kept.map(|k| k[w].clone());
             std::thread::spawn(move || {
                 let sched_at_start = gleaner_tests::thread_cpu_and_wait_ns();
-                // As Worker::new does.
-                let store = kept.unwrap_or_else(|| kept_store(&path, full));
+                // As Worker::new does, and through the queue interface as the worker calls it.
+                let store: Arc<dyn Queue> = kept.unwrap_or_else(|| kept_store(&path, full));
                 let owner = format!("bench-{w}");
                 let mut done = 0usize;
                 let mut finished: Vec<_> = Vec::new();
@@ -213,6 +214,7 @@ fn queue_1m(store: &Store, now: i64) {
                 url_key: url.clone(),
                 url,
                 host: "paused.example".into(),
+                reference: None,
             }
         })
         .collect();

@@ -216,6 +216,42 @@ pub struct Policy {
     /// Keep content that is not text (images, archives, video) raw beside a note; when false it
     /// is refused as a fatal failure that names the setting.
     pub keep_binary: bool,
+    /// Where DOIs, arXiv and PubMed ids are resolved.
+    pub services: Services,
+}
+
+/// The scholarly services Gleaner asks, as base URLs. Settings and flags, so that tests point
+/// them at loopback.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Services {
+    pub doi_resolver: String,
+    pub arxiv: String,
+    pub pubmed: String,
+    pub wayback: String,
+}
+
+impl Default for Services {
+    fn default() -> Self {
+        Self {
+            doi_resolver: "https://doi.org".into(),
+            arxiv: "https://arxiv.org".into(),
+            pubmed: "https://pubmed.ncbi.nlm.nih.gov".into(),
+            wayback: "https://archive.org/wayback/available".into(),
+        }
+    }
+}
+
+impl Services {
+    /// Each service with what it is called in messages and flags.
+    pub fn named(&self) -> [(&'static str, &str); 4] {
+        [
+            ("--doi-resolver", &self.doi_resolver),
+            ("--arxiv", &self.arxiv),
+            ("--pubmed", &self.pubmed),
+            ("--wayback", &self.wayback),
+        ]
+    }
 }
 
 impl Default for Policy {
@@ -236,6 +272,7 @@ impl Default for Policy {
             max_redirects: 10,
             keep_raw: false,
             keep_binary: true,
+            services: Services::default(),
         }
     }
 }
@@ -311,6 +348,8 @@ pub const MAX_BODY_RANGE: Range<u64> = Range {
 /// A policy that cannot work as meant.
 #[derive(Debug, PartialEq, thiserror::Error)]
 pub enum PolicyError {
+    #[error("{flag} must be an http:// or https:// address with a host, not {value:?}")]
+    BadService { flag: &'static str, value: String },
     #[error("the {what} must be {range}")]
     OutOfRange { what: &'static str, range: String },
     #[error("the base delay must be more than 0 s: a retry would come at once, again and again")]
@@ -339,6 +378,18 @@ impl Policy {
     /// Whether this policy can work as meant: the window's settings are checked against
     /// narrower ranges of their own, and command-line flags only against this.
     pub fn check(&self) -> Result<(), PolicyError> {
+        for (flag, value) in self.services.named() {
+            let ok = url::Url::parse(value).is_ok_and(|u| {
+                matches!(u.scheme(), "http" | "https")
+                    && u.host_str().is_some_and(|h| !h.is_empty())
+            });
+            if !ok {
+                return Err(PolicyError::BadService {
+                    flag,
+                    value: value.to_string(),
+                });
+            }
+        }
         if self.base_delay.is_zero() {
             return Err(PolicyError::NoBaseDelay);
         }

@@ -11,11 +11,14 @@ use serde::Serialize;
 use url::Url;
 
 use super::clock::Millis;
-use super::queue::{Enqueued, NewJob, Queue, QueueError};
+use super::queue::{Enqueued, NewJob, Queue, QueueError, Reference};
 
+pub mod entries;
 mod entry;
+pub mod identifiers;
 
 pub use entry::{Entry, Item};
+pub use identifiers::Identifier;
 
 /// Why a file or standard input gave no links to scan.
 #[derive(Debug, thiserror::Error)]
@@ -39,8 +42,16 @@ pub enum Found {
         url: String,
         key: String,
         host: String,
+        /// What a reference file or bookmark said about it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reference: Option<Box<Reference>>,
     },
     Rejected {
+        input: String,
+        reason: String,
+    },
+    /// Left out on purpose (a bookmarklet, a smart folder): said, but not an error.
+    Skipped {
         input: String,
         reason: String,
     },
@@ -49,12 +60,19 @@ pub enum Found {
 impl Found {
     pub fn as_new_job(&self) -> Option<NewJob> {
         match self {
-            Found::Url { url, key, host, .. } => Some(NewJob {
+            Found::Url {
+                url,
+                key,
+                host,
+                reference,
+                ..
+            } => Some(NewJob {
                 url: url.clone(),
                 url_key: key.clone(),
                 host: host.clone(),
+                reference: reference.clone(),
             }),
-            Found::Rejected { .. } => None,
+            Found::Rejected { .. } | Found::Skipped { .. } => None,
         }
     }
 }
@@ -80,8 +98,17 @@ pub fn scan_text(text: &str) -> Vec<Found> {
 /// every line of a file, so a file is never held whole.
 pub fn scan_line(line: &str, out: &mut Vec<Found>) {
     let before = out.len();
+    let mut ids = identifiers::in_text(line).into_iter().peekable();
     for token in candidates(line) {
+        // In line order: identifiers written before this link first.
+        let at = token.as_ptr() as usize - line.as_ptr() as usize;
+        while let Some(span) = ids.next_if(|s| s.start < at) {
+            out.push(identifier_found(&line[span.start..span.end], &span.id));
+        }
         out.push(vet(token));
+    }
+    for span in ids {
+        out.push(identifier_found(&line[span.start..span.end], &span.id));
     }
     let trimmed = line.trim();
     if out.len() == before && is_lone_word(trimmed) {
@@ -555,11 +582,27 @@ pub fn vet(input: &str) -> Found {
     if let Some(reason) = unfetchable_host(&url) {
         return reject(reason);
     }
+    if let Some(id) = identifiers::from_link(&url) {
+        return identifier_found(input, &id);
+    }
     Found::Url {
         input: input.to_string(),
         url: url.to_string(),
         key: normalize(&url),
         host: host_key(host),
+        reference: None,
+    }
+}
+
+/// A job for an identifier: its address is the identifier (`doi:…`), its key the identifier's
+/// key, and its host the service it asks first.
+fn identifier_found(input: &str, id: &Identifier) -> Found {
+    Found::Url {
+        input: input.to_string(),
+        url: id.uri(),
+        key: id.key(),
+        host: id.service_host().to_string(),
+        reference: None,
     }
 }
 
@@ -665,7 +708,7 @@ mod tests {
             .iter()
             .filter_map(|f| match f {
                 Found::Url { url, .. } => Some(url.clone()),
-                Found::Rejected { .. } => None,
+                Found::Rejected { .. } | Found::Skipped { .. } => None,
             })
             .collect()
     }
@@ -675,7 +718,7 @@ mod tests {
             .iter()
             .filter_map(|f| match f {
                 Found::Rejected { input, reason } => Some((input.clone(), reason.clone())),
-                Found::Url { .. } => None,
+                Found::Url { .. } | Found::Skipped { .. } => None,
             })
             .collect()
     }
@@ -869,8 +912,9 @@ mod tests {
             vec![
                 "https://example.com/a",
                 "http://example.org/b",
-                "https://doi.org/10.1000/xyz123",
-                "https://arxiv.org/abs/2101.00001",
+                // Resolver and repository links are their identifiers.
+                "doi:10.1000/xyz123",
+                "arxiv:2101.00001",
                 "https://news.example/story?id=1",
                 "https://en.wikipedia.org/wiki/Rust_(programming_language)",
                 "https://www.example.net/page",

@@ -74,6 +74,8 @@ pub struct Job {
     pub updated_at: Millis,
     #[serde(serialize_with = "ser_opt_time")]
     pub finished_at: Option<Millis>,
+    /// What the reference file or bookmark said about it; null for a plain link.
+    pub reference: Option<Reference>,
     #[serde(skip)]
     pub run_at: Millis,
     #[serde(skip)]
@@ -174,11 +176,47 @@ pub struct Step {
 }
 
 /// A new job for [`Queue::enqueue`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct NewJob {
     pub url: String,
     pub url_key: String,
     pub host: String,
+    /// What a reference file or bookmark said about it.
+    pub reference: Option<Box<Reference>>,
+}
+
+/// What a reference file or a bookmark export said about an entry. It is kept with the job
+/// and shown until better metadata arrives (the fetched page's title replaces `title`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Reference {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub citation_key: Option<String>,
+    /// "Family, Given".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub authors: Vec<String>,
+    /// `YYYY`, `YYYY-MM` or `YYYY-MM-DD`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_title: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+}
+
+impl Reference {
+    /// The first author's family name, for the job table.
+    pub fn first_author(&self) -> Option<&str> {
+        self.authors
+            .first()
+            .map(|a| a.split(',').next().unwrap_or(a).trim())
+    }
+
+    /// The year of `issued`.
+    pub fn year(&self) -> Option<&str> {
+        self.issued.as_deref().and_then(|d| d.get(..4))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -34,8 +34,8 @@ fn enqueue_in(
     let mut find = tx.prepare_cached("SELECT id, status FROM jobs WHERE url_key = ?1")?;
     let mut insert = tx.prepare_cached(
         "INSERT INTO jobs (url, url_key, host, batch_id, status, run_at, max_retries, \
-             budget_started_at, created_at, updated_at) \
-             VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?5, ?5, ?5)",
+             budget_started_at, created_at, updated_at, title, meta) \
+             VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?5, ?5, ?5, ?7, ?8)",
     )?;
     let mut out = Vec::with_capacity(jobs.len());
     // The first new job of each host queued here, in arrival order.
@@ -65,13 +65,19 @@ fn enqueue_in(
                 *batch_id.insert(tx.last_insert_rowid())
             }
         };
+        let meta = match &job.reference {
+            Some(r) => Some(serde_json::to_string(r)?),
+            None => None,
+        };
         insert.execute(params![
             job.url,
             job.url_key,
             job.host,
             joined,
             now,
-            max_retries
+            max_retries,
+            job.reference.as_ref().and_then(|r| r.title.as_deref()),
+            meta
         ])?;
         let id = tx.last_insert_rowid();
         if hosts_seen.insert(job.host.as_str()) {

@@ -41,6 +41,9 @@ pub fn migrations() -> Migrations<'static> {
         M::up(include_str!(
             "../../../migrations/0015_running_jobs_out_of_the_status_index.sql"
         )),
+        M::up(include_str!(
+            "../../../migrations/0016_reference_metadata.sql"
+        )),
     ])
 }
 
@@ -144,7 +147,7 @@ mod tests {
         let v: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .expect("version");
-        assert_eq!(v, 15);
+        assert_eq!(v, 16, "brought up to the latest version");
         let (url, notified): (String, i64) = conn
             .query_row("SELECT url, dead_notified FROM jobs", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))

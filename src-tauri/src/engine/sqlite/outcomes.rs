@@ -19,7 +19,7 @@ use crate::engine::queue::{
 /// started, and who ran it (migration 0014).
 const COMPLETE_SQL: &str = "UPDATE jobs SET status = 'done', lease_owner = NULL, \
          finished_by = lease_owner, lease_until = NULL, final_url = ?3, http_status = ?4, \
-         title = ?5, document = ?6, content_type = ?7, sha256 = ?8, error_class = NULL, \
+         title = coalesce(?5, title), document = ?6, content_type = ?7, sha256 = ?8, error_class = NULL, \
          error = NULL, updated_at = ?9, finished_at = ?9 \
      WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?10";
 
@@ -475,9 +475,9 @@ impl Store {
                 .query_map([], |r| {
                     Ok((
                         job_from_row(r)?,
-                        r.get::<_, Option<String>>(24)?,
-                        r.get::<_, Option<Millis>>(25)?,
-                        r.get::<_, Millis>(26)?,
+                        r.get::<_, Option<String>>(25)?,
+                        r.get::<_, Option<Millis>>(26)?,
+                        r.get::<_, Millis>(27)?,
                     ))
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;

@@ -10,7 +10,7 @@ use crate::engine::queue::{Job, Result, Status};
 pub(super) const JOB_COLUMNS: &str = "j.id, j.url, j.final_url, j.host, j.status, j.attempts, j.max_retries, \
      j.run_at, j.error_class, j.error, j.http_status, j.title, j.document, j.content_type, \
      j.batch_id, b.name, j.created_at, j.updated_at, j.finished_at, j.net_failures, \
-     j.server_failures, j.rate_limits, j.budget_started_at, j.blocked_failures";
+     j.server_failures, j.rate_limits, j.budget_started_at, j.blocked_failures, j.meta";
 
 pub(super) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
     let status_text: String = row.get(4)?;
@@ -46,6 +46,10 @@ pub(super) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
         created_at: row.get(16)?,
         updated_at: row.get(17)?,
         finished_at: row.get(18)?,
+        // A value this version cannot read is shown as no reference rather than failing a read.
+        reference: row
+            .get::<_, Option<String>>(24)?
+            .and_then(|m| serde_json::from_str(&m).ok()),
         run_at,
         counters: Counters {
             attempts,

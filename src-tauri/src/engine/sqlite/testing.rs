@@ -14,6 +14,7 @@ pub(crate) fn job(url: &str) -> NewJob {
         url: url.into(),
         url_key: url.into(),
         host,
+        reference: None,
     }
 }
 

@@ -17,6 +17,7 @@ use tokio::task::JoinSet;
 use super::clock::{Millis, SharedClock};
 use super::extract::ExtractError;
 use super::fetch::{Fetcher, Limits};
+use super::intake::Identifier;
 use super::library::{Library, LibraryError, Provenance, SaveOptions};
 use super::policy::{self, Decision, Failure, FailureKind, Policy};
 use super::queue::{
@@ -664,10 +665,23 @@ impl Worker {
             timeout: policy.timeout,
             max_body: policy.max_body,
         };
-        let failure = match self.fetcher.get(&claimed.url, limits).await {
+        // A reference (`doi:…`) is fetched at its service; the job keeps the identifier.
+        let reference = Identifier::from_uri(&claimed.url);
+        let address = reference
+            .as_ref()
+            .map_or_else(|| claimed.url.clone(), |id| id.first_url(&policy.services));
+        let failure = match self.fetcher.get(&address, limits).await {
             Ok(fetched) => {
                 let library = self.library.clone();
-                let (id, host, url) = (claimed.job_id, claimed.host.clone(), claimed.url.clone());
+                let (id, url) = (claimed.job_id, claimed.url.clone());
+                // A reference is filed under the site it resolved to, not the resolver.
+                let host = match reference {
+                    Some(_) => url::Url::parse(&fetched.final_url)
+                        .ok()
+                        .and_then(|u| u.host_str().map(str::to_string))
+                        .unwrap_or_else(|| claimed.host.clone()),
+                    None => claimed.host.clone(),
+                };
                 let fetched_at = self.clock.now_ms();
                 let options = SaveOptions {
                     keep_raw: policy.keep_raw,

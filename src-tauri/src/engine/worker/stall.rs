@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use super::{Run, RunMode, Worker, WorkerError};
 use crate::engine::clock::Millis;
 use crate::engine::policy;
-use crate::engine::queue::{QueueError, StallKind, StallState};
+use crate::engine::queue::{StallKind, StallState};
 
 /// A stall as this worker holds it: the shared state, plus what only this process knows.
 #[derive(Debug, Clone)]
