@@ -199,6 +199,9 @@ const REJECTED_SHOWN = 300;
 // A dropped file bigger than this goes to the backend in pieces of this size, each read from
 // the file when it is sent: a 100 MB drop is never in the page's memory whole.
 const PIECE_BYTES = 4 * 1024 * 1024;
+// Reference files and bookmark exports are read as a whole (an entry spans lines), up to this.
+const WHOLE_FILE_BYTES = 256 * 1024 * 1024;
+const WHOLE_FILE = /\.(bib|bibtex|ris|json|html?)$/i;
 
 // What several calls of one add did, summed as one.
 function mergeSummary(into, r) {
@@ -206,7 +209,9 @@ function mergeSummary(into, r) {
   into.queued += r.queued;
   into.duplicates += r.duplicates;
   into.rejected += r.rejected;
+  into.skipped += r.skipped;
   into.binary_files += r.binary_files;
+  into.skipped_lines.push(...r.skipped_lines.slice(0, Math.max(0, REJECTED_SHOWN - into.skipped_lines.length)));
   into.refetch.push(...r.refetch);
   into.rejected_lines.push(...r.rejected_lines.slice(0, Math.max(0, REJECTED_SHOWN - into.rejected_lines.length)));
   return into;
@@ -247,14 +252,17 @@ async function addText(text, source, files = []) {
   try {
     const small = [];
     for (const file of files) {
-      if (file.size <= PIECE_BYTES) small.push({ name: file.name, text: await file.text() });
+      const whole = WHOLE_FILE.test(file.name) && file.size <= WHOLE_FILE_BYTES;
+      if (file.size <= PIECE_BYTES || whole) small.push({ name: file.name, text: await file.text() });
     }
     const result = await call('add_urls', { text: text ?? '', source, files: small, batch: null });
     for (const file of files) {
-      if (file.size > PIECE_BYTES) await addBigFile(file, source, result);
+      const whole = WHOLE_FILE.test(file.name) && file.size <= WHOLE_FILE_BYTES;
+      if (file.size > PIECE_BYTES && !whole) await addBigFile(file, source, result);
     }
     addSummary.textContent = `${plural(result.queued, 'link')} queued, `
-      + `${plural(result.duplicates, 'duplicate')}, ${result.rejected.toLocaleString()} rejected.`;
+      + `${plural(result.duplicates, 'duplicate')}, ${result.rejected.toLocaleString()} rejected`
+      + (result.skipped > 0 ? `, ${result.skipped.toLocaleString()} skipped.` : '.');
     // Links already fetched can be fetched again; a changed page is kept as a new version.
     refetchIds = result.refetch;
     refetchButton.hidden = refetchIds.length === 0;
@@ -267,6 +275,8 @@ async function addText(text, source, files = []) {
     if (result.rejected > shown.length) {
       shown.push(el('li', '', `… and ${(result.rejected - shown.length).toLocaleString()} more rejected lines.`));
     }
+    // Skipped items (a bookmarklet, a smart folder) are said, but they are not errors.
+    shown.push(...result.skipped_lines.slice(0, REJECTED_SHOWN).map((r) => el('li', 'skipped', `skipped ${r.input}: ${r.reason}`)));
     rejectedList.replaceChildren(...shown);
     if (source === 'paste' && result.rejected === 0) {
       urls.value = '';

@@ -105,6 +105,9 @@ pub struct AddSummary {
     duplicates: u64,
     rejected: u64,
     rejected_lines: Vec<Rejected>,
+    /// Left out on purpose and said so (a bookmarklet, a smart folder); not errors.
+    skipped: u64,
+    skipped_lines: Vec<Rejected>,
     /// Duplicates already fetched: "fetch again" retries them.
     refetch: Vec<i64>,
     /// Dropped files refused whole as binary data (the page stops sending the rest of one).
@@ -143,8 +146,15 @@ impl AddSummary {
             }
         }
         for f in found.drain(..) {
-            if let Found::Rejected { input, reason } = f {
-                self.reject(input, reason);
+            match f {
+                Found::Rejected { input, reason } => self.reject(input, reason),
+                Found::Skipped { input, reason } => {
+                    self.skipped += 1;
+                    if self.skipped_lines.len() < REJECTED_SENT {
+                        self.skipped_lines.push(Rejected { input, reason });
+                    }
+                }
+                Found::Url { .. } => {}
             }
         }
         Ok(())
