@@ -13,6 +13,7 @@ use url::Url;
 use super::clock::Millis;
 use super::queue::{Enqueued, NewJob, Queue, QueueError};
 
+pub mod bookmarks;
 mod entry;
 
 pub use entry::{Entry, Item};
