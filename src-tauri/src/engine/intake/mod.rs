@@ -13,6 +13,7 @@ use url::Url;
 use super::clock::Millis;
 use super::queue::{Enqueued, NewJob, Queue, QueueError, Reference};
 
+pub mod bookmarks;
 pub mod entries;
 mod entry;
 pub mod identifiers;
