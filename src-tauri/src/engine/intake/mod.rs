@@ -395,7 +395,15 @@ fn no_address_reason(input: &str) -> String {
 fn is_lone_word(line: &str) -> bool {
     // Markup such as a bookmarks file's `<DL><p>` surrounds links; it is not an attempt at one.
     let markup = line.starts_with('<') && line.ends_with('>');
+    // Nor is a heading of a reference list ("References", "Bibliography:"): letters only.
+    let heading = line.len() <= 40
+        && line
+            .strip_suffix(':')
+            .unwrap_or(line)
+            .chars()
+            .all(char::is_alphabetic);
     !line.is_empty()
+        && !heading
         && !line.contains(char::is_whitespace)
         && !line.starts_with('#')
         && !line.starts_with("//")
@@ -929,7 +937,7 @@ mod tests {
     #[test]
     fn rejects_dangerous_and_malformed_input_with_reasons() {
         let found = scan_text(
-            "javascript:alert(1)\nfile:///etc/passwd\nhttp://\nhttps://exa mple.com\nftp://x.org/f\nhttp://a.invalid/x\nhttp://h:99999/\nnotaurl\nexample.com",
+            "javascript:alert(1)\nfile:///etc/passwd\nhttp://\nhttps://exa mple.com\nftp://x.org/f\nhttp://a.invalid/x\nhttp://h:99999/\nnot_a_url\nexample.com",
         );
         let r = rejected(&found);
         let inputs: Vec<&str> = r.iter().map(|(i, _)| i.as_str()).collect();
@@ -942,7 +950,7 @@ mod tests {
                 "ftp://x.org/f",
                 "http://a.invalid/x",
                 "http://h:99999/",
-                "notaurl",
+                "not_a_url",
                 "example.com"
             ]
         );
@@ -954,6 +962,14 @@ mod tests {
         assert!(r[7].1.contains("https://"), "{r:?}");
         // "https://exa mple.com" is the address https://exa followed by prose.
         assert_eq!(urls(&found), vec!["https://exa/"]);
+    }
+
+    #[test]
+    fn a_heading_of_letters_is_prose_but_an_argument_of_letters_is_rejected() {
+        for heading in ["References", "Bibliography:", "Références", "Literatur"] {
+            assert!(scan_text(heading).is_empty(), "{heading}");
+        }
+        assert_eq!(rejected(&scan_args(&["notaurl"])).len(), 1);
     }
 
     #[test]
