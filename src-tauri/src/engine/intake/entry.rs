@@ -35,7 +35,13 @@ pub enum Item {
     Entry(Entry),
     /// Left out on purpose and said so, without failing the intake (a `place:` or
     /// `javascript:` bookmark).
-    Skipped { what: String, reason: String },
+    Skipped {
+        what: String,
+        reason: String,
+    },
     /// Could not be read (a malformed entry); the others still count.
-    Rejected { what: String, reason: String },
+    Rejected {
+        what: String,
+        reason: String,
+    },
 }
