@@ -13,9 +13,12 @@ use url::Url;
 use super::clock::Millis;
 use super::queue::{Enqueued, NewJob, Queue, QueueError};
 
+pub mod bibtex;
 mod entry;
+pub mod reference_file;
 
 pub use entry::{Entry, Item};
+pub use reference_file::{ReferenceFormat, detect};
 
 /// Why a file or standard input gave no links to scan.
 #[derive(Debug, thiserror::Error)]
@@ -130,6 +133,14 @@ pub fn text_lines<R: Read>(mut reader: R) -> Result<Lines<InputReader<R>>, Intak
 }
 
 impl<R: BufRead> Lines<R> {
+    /// Lines of `reader` as it is, without looking at its start (the reference file readers).
+    pub fn new(reader: R) -> Self {
+        Self {
+            reader,
+            carry: Vec::new(),
+        }
+    }
+
     /// The next line without its line break, or `None` at the end.
     pub fn next_line(&mut self) -> std::io::Result<Option<String>> {
         let mut line = std::mem::take(&mut self.carry);
