@@ -16,6 +16,7 @@ use super::queue::{Enqueued, NewJob, Queue, QueueError};
 pub mod bibtex;
 mod entry;
 pub mod reference_file;
+pub mod ris;
 
 pub use entry::{Entry, Item};
 pub use reference_file::{ReferenceFormat, detect};

@@ -271,6 +271,16 @@ pub(super) fn is_pmid(text: &str) -> bool {
     (1..=8).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// The PubMed id of a `PMID: 31452104` note (as Zotero keeps it in an item's Extra field).
+pub(super) fn pmid_in_note(text: &str) -> Option<String> {
+    let rest = strip_prefix_ignore_case(text.trim(), "pmid")?;
+    let rest = rest.trim_start().strip_prefix(':')?.trim_start();
+    let end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    is_pmid(&rest[..end]).then(|| rest[..end].to_string())
+}
+
 fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
     let head = text.get(..prefix.len())?;
     head.eq_ignore_ascii_case(prefix)
@@ -494,5 +504,12 @@ mod tests {
         assert!(!is_pmid("PMC6712345"));
         assert!(!is_pmid("123456789"));
         assert!(!is_pmid(""));
+        assert_eq!(pmid_in_note("PMID: 31452104").as_deref(), Some("31452104"));
+        assert_eq!(
+            pmid_in_note("pmid:31452104 PMCID: PMC1").as_deref(),
+            Some("31452104")
+        );
+        assert_eq!(pmid_in_note("PMCID: PMC6712345"), None);
+        assert_eq!(pmid_in_note("31452104"), None);
     }
 }
