@@ -14,12 +14,13 @@ use super::clock::Millis;
 use super::queue::{Enqueued, NewJob, Queue, QueueError};
 
 pub mod bibtex;
+pub mod csl_json;
 mod entry;
 pub mod reference_file;
 pub mod ris;
 
 pub use entry::{Entry, Item};
-pub use reference_file::{ReferenceFormat, detect};
+pub use reference_file::{ReferenceFileError, ReferenceFormat, detect, read_reference_file};
 
 /// Why a file or standard input gave no links to scan.
 #[derive(Debug, thiserror::Error)]

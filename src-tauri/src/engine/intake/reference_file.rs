@@ -1,5 +1,10 @@
-//! Reference files (BibTeX/BibLaTeX, RIS, CSL-JSON): telling which one a file is, and what
-//! the readers share (dates, keywords, arXiv and PubMed ids).
+//! Reference files (BibTeX/BibLaTeX, RIS, CSL-JSON): telling which one a file is, reading it
+//! with the reader of its format, and what the readers share (dates, keywords, arXiv and
+//! PubMed ids).
+
+use std::io::BufRead;
+
+use super::{Item, bibtex, csl_json, ris};
 
 /// The formats of reference file that intake reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -78,6 +83,33 @@ pub fn detect(name: Option<&str>, head: &[u8]) -> Option<ReferenceFormat> {
         }
         format => Some(format),
     }
+}
+
+/// Why a reference file could not be read to its end. Items read before the error were
+/// already handed over.
+#[derive(Debug, thiserror::Error)]
+pub enum ReferenceFileError {
+    #[error(transparent)]
+    Bibtex(#[from] bibtex::BibtexError),
+    #[error(transparent)]
+    Ris(#[from] ris::RisError),
+    #[error(transparent)]
+    CslJson(#[from] csl_json::CslJsonError),
+}
+
+/// Read a reference file of `format`, handing each item to `on_item` in file order, a piece of
+/// the file at a time.
+pub fn read_reference_file<R: BufRead>(
+    format: ReferenceFormat,
+    reader: R,
+    on_item: impl FnMut(Item),
+) -> Result<(), ReferenceFileError> {
+    match format {
+        ReferenceFormat::Bibtex => bibtex::read_bibtex(reader, on_item)?,
+        ReferenceFormat::Ris => ris::read_ris(reader, on_item)?,
+        ReferenceFormat::CslJson => csl_json::read_csl_json(reader, on_item)?,
+    }
+    Ok(())
 }
 
 /// A RIS line's tag and value: `AU  - Vaswani, Ashish` → (`AU`, `Vaswani, Ashish`). The tag is
@@ -405,6 +437,37 @@ mod tests {
             Some(ReferenceFormat::CslJson)
         );
         assert_eq!(detect(None, b"plain words"), None);
+    }
+
+    #[test]
+    fn each_fixture_is_detected_and_read_by_its_reader() {
+        let fixtures: [(&str, &[u8], ReferenceFormat, usize); 3] = [
+            (
+                "library.bib",
+                include_bytes!("../../../tests-fixtures/references/library.bib"),
+                ReferenceFormat::Bibtex,
+                14,
+            ),
+            (
+                "library.ris",
+                include_bytes!("../../../tests-fixtures/references/library.ris"),
+                ReferenceFormat::Ris,
+                9,
+            ),
+            (
+                "library.json",
+                include_bytes!("../../../tests-fixtures/references/library.json"),
+                ReferenceFormat::CslJson,
+                6,
+            ),
+        ];
+        for (name, bytes, format, count) in fixtures {
+            assert_eq!(detect(Some(name), bytes), Some(format), "{name}");
+            assert_eq!(detect(None, bytes), Some(format), "{name} by its content");
+            let mut items = 0;
+            read_reference_file(format, bytes, |_| items += 1).expect("read");
+            assert_eq!(items, count, "{name}");
+        }
     }
 
     #[test]
