@@ -7,8 +7,8 @@
 //!
 //! An entry whose braces never close is cut at the next line that starts a block (`@book{`),
 //! and rejected. Text between blocks is a comment, as BibTeX has it (Mendeley writes prose
-//! there), unless it looks like a piece of an entry (braces, `=`, an `@`), which is rejected
-//! naming its line.
+//! there), unless it looks like a piece of an entry (braces, `=`, a leading `@`), which is
+//! rejected naming its line.
 
 mod names;
 mod parse;
@@ -80,11 +80,10 @@ struct Open {
     overflow: bool,
 }
 
-/// Text between blocks.
+/// Text between blocks that looks like a piece of an entry.
 struct Stray {
     line: usize,
     sample: String,
-    suspect: bool,
 }
 
 impl<R: BufRead> BibtexReader<R> {
@@ -212,28 +211,21 @@ impl<R: BufRead> BibtexReader<R> {
         upto
     }
 
+    /// Text between blocks: passed over as a comment, unless it looks like a piece of an entry
+    /// (braces, `=`, a leading `@`); the first such piece of a gap is told when the gap ends.
     fn note_stray(&mut self, text: &str) {
         let text = text.trim();
-        if text.is_empty() {
-            return;
-        }
         let suspect = text.contains(['{', '}', '=']) || text.starts_with('@');
-        match self.stray.as_mut() {
-            Some(stray) => stray.suspect |= suspect,
-            None => {
-                self.stray = Some(Stray {
-                    line: self.line,
-                    sample: text.chars().take(60).collect(),
-                    suspect,
-                });
-            }
+        if suspect && self.stray.is_none() {
+            self.stray = Some(Stray {
+                line: self.line,
+                sample: text.chars().take(60).collect(),
+            });
         }
     }
 
     fn flush_stray(&mut self) {
-        if let Some(stray) = self.stray.take()
-            && stray.suspect
-        {
+        if let Some(stray) = self.stray.take() {
             self.ready.push_back(Item::Rejected {
                 what: format!("line {}", stray.line),
                 reason: format!(

@@ -380,6 +380,29 @@ fn malformed_entries_are_rejected_and_the_rest_read() {
 }
 
 #[test]
+fn stray_text_is_named_by_the_line_that_looks_broken() {
+    let items = read(
+        "@misc{a, url = {https://a.example}}\nSome prose after it.\n\n\
+         article{lost, title = {No at sign}}\nmore = {x}\n@misc{b, url = {https://b.example}}\n\
+         @ misc\n",
+    );
+    assert_eq!(
+        rejected(&items),
+        [
+            (
+                "line 4",
+                "text outside any entry, not read (a broken entry?): “article{lost, title = {No at sign}}”"
+            ),
+            (
+                "line 7",
+                "text outside any entry, not read (a broken entry?): “@ misc”"
+            ),
+        ]
+    );
+    assert_eq!(entries(&items).len(), 2);
+}
+
+#[test]
 fn several_entries_on_a_line_and_parenthesised_entries() {
     let items = read(
         "@misc{a, url={https://a.example}}@misc{b, url={https://b.example}} @misc(c, title = \"x)y\")",
