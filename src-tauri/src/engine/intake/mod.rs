@@ -13,13 +13,18 @@ use url::Url;
 use super::clock::Millis;
 use super::queue::{Enqueued, NewJob, Queue, QueueError, Reference};
 
+pub mod bibtex;
 pub mod bookmarks;
+pub mod csl_json;
 pub mod entries;
 mod entry;
 pub mod identifiers;
+pub mod reference_file;
+pub mod ris;
 
 pub use entry::{Entry, Item};
 pub use identifiers::Identifier;
+pub use reference_file::{ReferenceFileError, ReferenceFormat, detect, read_reference_file};
 
 /// Why a file or standard input gave no links to scan.
 #[derive(Debug, thiserror::Error)]
@@ -158,6 +163,14 @@ pub fn text_lines<R: Read>(mut reader: R) -> Result<Lines<InputReader<R>>, Intak
 }
 
 impl<R: BufRead> Lines<R> {
+    /// Lines of `reader` as it is, without looking at its start (the reference file readers).
+    pub fn new(reader: R) -> Self {
+        Self {
+            reader,
+            carry: Vec::new(),
+        }
+    }
+
     /// The next line without its line break, or `None` at the end.
     pub fn next_line(&mut self) -> std::io::Result<Option<String>> {
         let mut line = std::mem::take(&mut self.carry);
