@@ -477,25 +477,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The lines of a file or standard input, read a piece at a time (see [`intake::text_lines`]).
-/// Binary data is refused whole, rather than echoed back as thousands of rejected lines.
-fn input_lines<R: Read>(
-    reader: R,
-    what: &str,
-) -> anyhow::Result<intake::Lines<impl std::io::BufRead>> {
-    match intake::text_lines(reader) {
-        Ok(lines) => Ok(lines),
-        Err(intake::IntakeError::Binary) => bail!(
-            "{what} is not text (it holds binary data); give a text file with links in it, such \
-             as one link per line, or a bookmarks HTML file"
-        ),
-        Err(e) => Err(anyhow::Error::new(e).context(format!("cannot read {what}"))),
-    }
-}
-
-/// `gleaner add`: the arguments, then the file or standard input line by line. Findings are
-/// queued and printed a chunk at a time, in input order, so a 100 MB file of junk needs no
-/// more memory than a short one (BENCHMARKS.md, "Intake of a large file").
+/// `gleaner add`: the arguments, then the file or standard input: text holding links, a
+/// reference file (BibTeX, RIS, CSL-JSON) or a bookmark export. Findings are queued and printed
+/// a chunk at a time, in input order, so a 100 MB file of junk needs no more memory than a
+/// short one (BENCHMARKS.md, "Intake of a large file").
 fn add(
     store: &dyn Queue,
     policy: &Policy,
@@ -505,21 +490,11 @@ fn add(
     refetch: bool,
     now: i64,
 ) -> anyhow::Result<ExitCode> {
-    let mut found = intake::scan_args(&urls);
+    let found = intake::scan_args(&urls);
     let source = match file.as_deref() {
         Some("-") => "stdin",
         Some(_) => "file",
         None => "cli",
-    };
-    let mut lines = match file.as_deref() {
-        Some("-") => Some(
-            Box::new(input_lines(std::io::stdin().lock(), "standard input")?) as Box<dyn NextLine>,
-        ),
-        Some(path) => {
-            let f = std::fs::File::open(path).with_context(|| format!("cannot read {path}"))?;
-            Some(Box::new(input_lines(f, path)?) as Box<dyn NextLine>)
-        }
-        None => None,
     };
     let name = batch.unwrap_or_else(|| format!("{source} {}", rfc3339(now)));
     let mut intake = intake::Intake::new(store, name, source, policy.max_retries, now, None);
@@ -527,30 +502,43 @@ fn add(
     // Buffered: a file of a million rejected lines was a million writes. Each chunk's lines
     // are written out once the chunk is queued.
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    loop {
-        let more = match lines.as_mut() {
-            Some(lines) => {
-                let line = lines.next_line().with_context(|| match file.as_deref() {
-                    Some("-") | None => "cannot read standard input".to_string(),
-                    Some(path) => format!("cannot read {path}"),
-                })?;
-                if let Some(line) = &line {
-                    intake::scan_line(line, &mut found);
-                }
-                line.is_some()
+    let mut take = |chunk: &mut Vec<Found>| -> anyhow::Result<()> {
+        seen += chunk.len();
+        rejected += report_added(store, policy, &mut intake, chunk, refetch, now, &mut out)?;
+        out.flush()?;
+        Ok(())
+    };
+    let (reader, what): (Box<dyn Read>, String) = match file.as_deref() {
+        Some("-") => (Box::new(std::io::stdin().lock()), "standard input".into()),
+        Some(path) => (
+            Box::new(std::fs::File::open(path).with_context(|| format!("cannot read {path}"))?),
+            path.to_string(),
+        ),
+        None => {
+            if !found.is_empty() {
+                let mut found = found;
+                take(&mut found)?;
             }
-            None => false,
-        };
-        if found.len() >= intake::CHUNK || (!more && !found.is_empty()) {
-            seen += found.len();
-            rejected += report_added(store, policy, &mut intake, &found, refetch, now, &mut out)?;
-            found.clear();
-            out.flush()?;
+            return finish_add(seen, rejected);
         }
-        if !more {
-            break;
+    };
+    let name = file.as_deref().filter(|f| *f != "-");
+    match intake::files::read_file(name, reader, found, &mut take) {
+        Ok(_) => {}
+        Err(intake::files::Stopped::Taker(e)) => return Err(e),
+        Err(intake::files::Stopped::File(intake::files::FileError::Binary)) => bail!(
+            "{what} is not text (it holds binary data); give a text file with links in it \
+             (one per line, or any text around them), a BibTeX, RIS or CSL-JSON file, or a \
+             bookmark export"
+        ),
+        Err(intake::files::Stopped::File(e)) => {
+            return Err(anyhow::Error::new(e).context(format!("cannot read {what}")));
         }
     }
+    finish_add(seen, rejected)
+}
+
+fn finish_add(seen: usize, rejected: usize) -> anyhow::Result<ExitCode> {
     if seen == 0 {
         bail!("nothing to add: give URLs as arguments, or --file F (use - for standard input)");
     }
@@ -559,17 +547,6 @@ fn add(
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// [`intake::Lines`] of any reader, so a file and standard input share one loop.
-trait NextLine {
-    fn next_line(&mut self) -> std::io::Result<Option<String>>;
-}
-
-impl<R: std::io::BufRead> NextLine for intake::Lines<R> {
-    fn next_line(&mut self) -> std::io::Result<Option<String>> {
-        intake::Lines::next_line(self)
-    }
 }
 
 /// Queue one chunk of findings and print a line for each, in order; how many were rejected.

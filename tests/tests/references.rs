@@ -117,3 +117,119 @@ fn a_service_that_is_not_a_web_address_is_refused() {
         "{err}"
     );
 }
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/../src-tauri/tests-fixtures/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// A BibTeX library: an entry is a job, by its DOI, else its eprint, else its URL, and keeps its
+/// own title, authors, date, container, keywords and key. Entries with nothing to fetch and
+/// broken entries are named; the entries after them still come through.
+#[test]
+fn a_bibtex_file_is_a_job_per_entry_and_names_the_entries_it_cannot_take() {
+    let sb = Sandbox::new();
+    let out = sb.run(&["add", "--file", &fixture("references/library.bib")]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    for line in [
+        "queued 1 doi:10.1038/nature12373",
+        // arXiv's DataCite DOI is the paper's arXiv id.
+        "queued 2 arxiv:1706.03762",
+        "queued 3 doi:10.1002/andp.19263840404",
+        "rejected broken-comma: line 49: missing `,` after field `title`",
+        "rejected knuth1997art: nothing to fetch: the entry has no DOI, arXiv id, PubMed id or URL",
+        "duplicate 1 doi:10.1038/nature12373 (pending)",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+    let job = sb.json(&["jobs", "show", "1", "--json"]);
+    assert_eq!(job["title"], "Nanometre-Scale Thermometry in a Living Cell");
+    let r = &job["reference"];
+    assert_eq!(r["citation_key"], "kucsko2013", "{job}");
+    assert_eq!(r["authors"][0], "Kucsko, G.");
+    assert_eq!(r["issued"], "2013-07-31");
+    assert_eq!(r["container_title"], "Nature");
+    assert_eq!(
+        r["tags"],
+        serde_json::json!([
+            "nanoscale thermometry",
+            "nitrogen-vacancy centres",
+            "quantum sensing"
+        ])
+    );
+    // Nothing that only the file's prose or a broken entry named was queued.
+    let all = sb.json(&["jobs", "list", "--json"]);
+    assert!(
+        all.as_array()
+            .expect("jobs")
+            .iter()
+            .all(|j| !j["url"].as_str().unwrap_or("").contains("never-read")),
+        "{all}"
+    );
+}
+
+/// RIS and CSL-JSON files read the same way, into the same jobs.
+#[test]
+fn ris_and_csl_json_files_join_the_same_jobs() {
+    let sb = Sandbox::new();
+    let bib = sb.run(&["add", "--file", &fixture("references/library.bib")]);
+    assert_eq!(bib.status.code(), Some(1));
+    let ris = sb.run(&["add", "--file", &fixture("references/library.ris")]);
+    let text = stdout(&ris);
+    assert!(
+        text.contains("duplicate 1 doi:10.1038/nature12373"),
+        "{text}"
+    );
+    assert!(
+        text.contains("rejected unfinished: line 84: not closed"),
+        "{text}"
+    );
+    let json = sb.run(&["add", "--file", &fixture("references/library.json")]);
+    let text = stdout(&json);
+    assert!(
+        text.contains("duplicate 1 doi:10.1038/nature12373"),
+        "{text}"
+    );
+    assert!(text.contains("queued"), "{text}");
+}
+
+/// A Firefox bookmark export: only HREFs count, entities decoded, icons ignored; smart folders
+/// and bookmarklets are skipped with a reason and `add` still succeeds; folders are tags.
+#[test]
+fn a_firefox_bookmark_export_takes_its_links_and_skips_what_is_no_page() {
+    let sb = Sandbox::new();
+    let out = sb.run(&["add", "--file", &fixture("bookmarks/firefox.html")]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("skipped Most Visited: a Firefox smart folder (place:), not a page"),
+        "{text}"
+    );
+    assert!(
+        text.contains("skipped Save to Wayback: a bookmarklet (javascript:), not a page"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "https://scholar.google.com/scholar?hl=en&as_sdt=0%2C5&q=attention+is+all+you+need"
+        ),
+        "&amp; decoded: {text}"
+    );
+    assert!(!text.contains("favicon"), "an icon was queued: {text}");
+    assert!(!text.contains("data:"), "an icon was read: {text}");
+    assert!(!text.contains("rejected"), "{text}");
+    let jobs = sb.json(&["jobs", "list", "--json"]);
+    let arxiv = jobs
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .find(|j| j["url"] == "arxiv:1706.03762")
+        .expect("the arXiv bookmark is an arXiv job");
+    let tags = &arxiv["reference"]["tags"];
+    assert_eq!(tags[0], "Research", "{arxiv}");
+    assert_eq!(tags[1], "Machine learning", "{arxiv}");
+    assert!(arxiv["reference"]["citation_key"].is_null());
+}

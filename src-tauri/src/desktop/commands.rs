@@ -221,25 +221,26 @@ fn add_found(
         }
     }
     for file in files {
-        let mut lines = match intake::text_lines(file.text.as_bytes()) {
-            Ok(lines) => lines,
-            Err(_) => {
+        let read = intake::files::read_file(
+            Some(&file.name),
+            file.text.as_bytes(),
+            std::mem::take(&mut found),
+            |chunk| summary.take(&mut intake, chunk),
+        );
+        match read {
+            Ok(_) => {}
+            Err(intake::files::Stopped::Taker(e)) => return Err(fail(e)),
+            Err(intake::files::Stopped::File(intake::files::FileError::Binary)) => {
                 summary.binary_files += 1;
                 summary.reject(
                     file.name,
-                    "not text (it holds binary data); drop a text file with links in it, \
-                     or a bookmarks HTML file"
+                    "not text (it holds binary data); drop a text file with links in it, a \
+                     BibTeX, RIS or CSL-JSON file, or a bookmark export"
                         .into(),
                 );
-                continue;
             }
-        };
-        // Reading from memory cannot fail.
-        while let Ok(Some(line)) = lines.next_line() {
-            intake::scan_line(&line, &mut found);
-            if found.len() >= intake::CHUNK {
-                summary.take(&mut intake, &mut found).map_err(&fail)?;
-            }
+            // A damaged reference file: its entries before the damage were queued.
+            Err(intake::files::Stopped::File(e)) => summary.reject(file.name, e.to_string()),
         }
     }
     summary.take(&mut intake, &mut found).map_err(&fail)?;

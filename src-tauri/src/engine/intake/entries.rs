@@ -25,8 +25,11 @@ pub fn found(item: Item, source: EntrySource) -> Found {
             reason,
         },
         Item::Rejected { what, reason } => Found::Rejected {
+            // A reader that names an entry by its line says the line once.
+            reason: reason
+                .strip_prefix(&format!("{what}: "))
+                .map_or_else(|| reason.clone(), str::to_string),
             input: shown(&what),
-            reason,
         },
     }
 }
@@ -46,7 +49,12 @@ fn entry_found(entry: Entry, source: EntrySource) -> Found {
             EntrySource::Bookmarks => None,
         },
         authors: entry.authors,
-        issued: entry.issued,
+        // A bookmark's date is when it was saved, not when the work appeared: it is no
+        // `issued` to cite.
+        issued: match source {
+            EntrySource::References => entry.issued,
+            EntrySource::Bookmarks => None,
+        },
         container_title: entry.container_title,
         tags: entry.tags,
     });
@@ -138,7 +146,7 @@ fn doi_of(field: &str) -> Option<Identifier> {
         .filter(|p| p.eq_ignore_ascii_case("doi:"))
         .map_or(f, |_| &f[4..])
         .trim();
-    identifiers::doi_at(f).map(|(doi, _)| Identifier::Doi(doi))
+    identifiers::doi_at(f).map(|(doi, _)| Identifier::doi(doi))
 }
 
 #[cfg(test)]

@@ -23,6 +23,22 @@ pub enum Identifier {
 }
 
 impl Identifier {
+    /// A DOI as found. arXiv's own DOIs (`10.48550/arXiv.1706.03762`, which DataCite
+    /// registers for every paper) are the arXiv id, so a paper has one job whichever a
+    /// reference gives.
+    pub fn doi(doi: String) -> Identifier {
+        match doi.get(..15) {
+            Some(prefix) if prefix.eq_ignore_ascii_case("10.48550/arxiv.") => {
+                let id = &doi[15..];
+                match arxiv_id(id) {
+                    Some((a, len)) if len == id.len() => Identifier::Arxiv(a),
+                    _ => Identifier::Doi(doi),
+                }
+            }
+            _ => Identifier::Doi(doi),
+        }
+    }
+
     /// What the job's address says: `doi:…`, `arxiv:…`, `pmid:…`, `pmcid:…`.
     pub fn uri(&self) -> String {
         match self {
@@ -122,7 +138,7 @@ pub fn from_link(url: &Url) -> Option<Identifier> {
     match host {
         "doi.org" | "dx.doi.org" => doi_at(path)
             .filter(|(_, len)| *len == path.trim_end_matches('/').len())
-            .map(|(d, _)| Identifier::Doi(d)),
+            .map(|(d, _)| Identifier::doi(d)),
         "arxiv.org" | "export.arxiv.org" => {
             let rest = path
                 .strip_prefix("abs/")
@@ -264,7 +280,7 @@ fn labelled(line: &str, lower: &str, i: usize) -> Option<(Span, usize)> {
         j += sep;
     }
     let found = match kind {
-        Kind::Doi => doi_at(&line[j..]).map(|(d, len)| (Identifier::Doi(d), len)),
+        Kind::Doi => doi_at(&line[j..]).map(|(d, len)| (Identifier::doi(d), len)),
         Kind::Arxiv => arxiv_id(&line[j..]).map(|(a, len)| {
             // `arxiv.org/pdf/1706.03762.pdf`
             let len = len + usize::from(line[j + len..].starts_with(".pdf")) * 4;
@@ -301,7 +317,7 @@ enum Kind {
 fn bare(line: &str, i: usize) -> Option<(Span, usize)> {
     let rest = &line[i..];
     let (id, len) = if rest.starts_with("10.") {
-        doi_at(rest).map(|(d, len)| (Identifier::Doi(d), len))?
+        doi_at(rest).map(|(d, len)| (Identifier::doi(d), len))?
     } else if rest.starts_with("PMC") {
         pmcid(rest).map(|(p, len)| (Identifier::Pmcid(p), len))?
     } else if rest.starts_with(|c: char| c.is_ascii_digit()) {
@@ -589,6 +605,12 @@ mod tests {
         );
         assert_eq!(key("arXiv:2106.09685v2"), key("arXiv:2106.09685"));
         assert_eq!(key("arXiv:2106.09685v2"), "arxiv:2106.09685");
+        // arXiv's DataCite DOI is the paper's arXiv id.
+        assert_eq!(
+            key("doi:10.48550/arXiv.1706.03762"),
+            key("arXiv:1706.03762")
+        );
+        assert_eq!(ids("10.48550/ARXIV.2106.09685"), ["arxiv:2106.09685"]);
     }
 
     /// Real reference lists in three house styles: every identifier is found once, and the

@@ -18,6 +18,7 @@ pub mod bookmarks;
 pub mod csl_json;
 pub mod entries;
 mod entry;
+pub mod files;
 pub mod identifiers;
 pub mod reference_file;
 pub mod ris;

@@ -1,0 +1,243 @@
+//! A file given to intake (`add --file`, a drop on the window): a text holding links, a
+//! reference file (BibTeX, RIS, CSL-JSON) or a browser's bookmark export, told apart by its
+//! start and its name, and read a piece at a time.
+
+use std::io::{BufReader, Cursor, Read};
+
+use super::bookmarks::{self, Bookmarks, BookmarksError};
+use super::entries::{self, EntrySource};
+use super::{CHUNK, Found, HEAD_BYTES, Lines, ReferenceFileError, ReferenceFormat, looks_binary};
+
+/// What a file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Text,
+    Bookmarks,
+    References(ReferenceFormat),
+}
+
+impl FileKind {
+    /// For messages: "a BibTeX file".
+    pub fn describe(self) -> &'static str {
+        match self {
+            FileKind::Text => "a text file",
+            FileKind::Bookmarks => "a bookmark export",
+            FileKind::References(ReferenceFormat::Bibtex) => "a BibTeX file",
+            FileKind::References(ReferenceFormat::Ris) => "a RIS file",
+            FileKind::References(ReferenceFormat::CslJson) => "a CSL-JSON file",
+        }
+    }
+}
+
+/// What a file's start (and its name, when the start does not say) makes it. A bookmark
+/// export names itself in its first line; a reference file is told by its syntax.
+pub fn kind_of(name: Option<&str>, head: &[u8]) -> FileKind {
+    if bookmarks::is_bookmark_export(&String::from_utf8_lossy(head)) {
+        return FileKind::Bookmarks;
+    }
+    match super::detect(name, head) {
+        Some(format) => FileKind::References(format),
+        None => FileKind::Text,
+    }
+}
+
+/// Why a file could not be read to its end. What was read before it was handed over.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error(transparent)]
+    Read(#[from] std::io::Error),
+    /// What a caller says about it depends on where it came from (a dropped file, `--file`).
+    #[error("it is not text (it holds binary data)")]
+    Binary,
+    #[error(transparent)]
+    References(#[from] ReferenceFileError),
+    #[error(transparent)]
+    Bookmarks(#[from] BookmarksError),
+}
+
+/// How reading stopped early: the file, or the one taking the findings.
+#[derive(Debug)]
+pub enum Stopped<E> {
+    File(FileError),
+    Taker(E),
+}
+
+impl<E> From<FileError> for Stopped<E> {
+    fn from(e: FileError) -> Self {
+        Stopped::File(e)
+    }
+}
+
+/// Read the findings of a file and hand them to `take` in file order, at most about [`CHUNK`]
+/// at a time, after the findings already in `found` (a command line's arguments). `take`
+/// empties what it is given. A text file is scanned line by line, a reference file entry by
+/// entry, a bookmark export bookmark by bookmark. Its first 64 KiB decide whether it is text
+/// and what kind.
+pub fn read_file<R: Read, E>(
+    name: Option<&str>,
+    mut reader: R,
+    mut found: Vec<Found>,
+    mut take: impl FnMut(&mut Vec<Found>) -> Result<(), E>,
+) -> Result<FileKind, Stopped<E>> {
+    let mut head = Vec::with_capacity(HEAD_BYTES);
+    (&mut reader)
+        .take(HEAD_BYTES as u64)
+        .read_to_end(&mut head)
+        .map_err(FileError::Read)?;
+    if looks_binary(&String::from_utf8_lossy(&head)) {
+        return Err(FileError::Binary.into());
+    }
+    let kind = kind_of(name, &head);
+    let input = BufReader::with_capacity(HEAD_BYTES, Cursor::new(head).chain(reader));
+    let mut give = |found: &mut Vec<Found>, last: bool| -> Result<(), E> {
+        if found.len() >= CHUNK || (last && !found.is_empty()) {
+            take(found)?;
+            found.clear();
+        }
+        Ok(())
+    };
+    match kind {
+        FileKind::Text => {
+            let mut lines = Lines::new(input);
+            while let Some(line) = lines.next_line().map_err(FileError::Read)? {
+                super::scan_line(&line, &mut found);
+                give(&mut found, false).map_err(Stopped::Taker)?;
+            }
+        }
+        FileKind::Bookmarks => {
+            for item in Bookmarks::new(input) {
+                let item = item.map_err(FileError::Bookmarks)?;
+                found.push(entries::found(item, EntrySource::Bookmarks));
+                give(&mut found, false).map_err(Stopped::Taker)?;
+            }
+        }
+        FileKind::References(format) => {
+            // The readers call back with each entry; a taker's error stops the rest quietly
+            // and is handed back once the reader returns.
+            let mut failed = None;
+            let read = super::read_reference_file(format, input, |item| {
+                if failed.is_some() {
+                    return;
+                }
+                found.push(entries::found(item, EntrySource::References));
+                if let Err(e) = give(&mut found, false) {
+                    failed = Some(e);
+                }
+            });
+            if let Some(e) = failed {
+                return Err(Stopped::Taker(e));
+            }
+            // Entries before a damaged end still count: hand them over, then say so.
+            if let Err(e) = read {
+                give(&mut found, true).map_err(Stopped::Taker)?;
+                return Err(FileError::References(e).into());
+            }
+        }
+    }
+    give(&mut found, true).map_err(Stopped::Taker)?;
+    Ok(kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(name: &str, text: &str) -> (FileKind, Vec<Found>) {
+        let mut all = Vec::new();
+        let kind = read_file(Some(name), text.as_bytes(), Vec::new(), |chunk| {
+            all.append(chunk);
+            Ok::<(), ()>(())
+        })
+        .expect("read");
+        (kind, all)
+    }
+
+    fn urls(found: &[Found]) -> Vec<&str> {
+        found
+            .iter()
+            .filter_map(|f| match f {
+                Found::Url { url, .. } => Some(url.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_kind_of_file_is_read_by_its_reader() {
+        let bib = "@article{kucsko2013, title={Nanometre-scale thermometry}, doi={10.1038/nature12373}}\n\
+                   @misc{empty2020, title={Nothing to fetch}}\n";
+        let (kind, found) = read("refs.bib", bib);
+        assert_eq!(kind, FileKind::References(ReferenceFormat::Bibtex));
+        assert_eq!(urls(&found), ["doi:10.1038/nature12373"]);
+        assert!(
+            matches!(&found[1], Found::Rejected { input, .. } if input == "empty2020"),
+            "{found:?}"
+        );
+
+        let marks = "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL><p>\n\
+                     <DT><H3>Thesis</H3>\n<DL><p>\n\
+                     <DT><A HREF=\"https://example.com/a?x=1&amp;y=2\" ICON=\"data:image/png;base64,AAAA\">A</A>\n\
+                     <DT><A HREF=\"javascript:void(0)\">Bookmarklet</A>\n\
+                     </DL><p>\n</DL><p>\n";
+        let (kind, found) = read("bookmarks.html", marks);
+        assert_eq!(kind, FileKind::Bookmarks);
+        assert_eq!(urls(&found), ["https://example.com/a?x=1&y=2"]);
+        let Found::Url { reference, .. } = &found[0] else {
+            panic!("{found:?}")
+        };
+        assert_eq!(reference.as_ref().expect("reference").tags, ["Thesis"]);
+        assert!(matches!(&found[1], Found::Skipped { .. }), "{found:?}");
+
+        let (kind, found) = read(
+            "links.txt",
+            "see https://example.org/x and doi:10.1000/xyz\n",
+        );
+        assert_eq!(kind, FileKind::Text);
+        assert_eq!(urls(&found), ["https://example.org/x", "doi:10.1000/xyz"]);
+    }
+
+    #[test]
+    fn a_damaged_reference_file_hands_over_what_came_before_then_says_so() {
+        let json = r#"[{"id":"a","DOI":"10.1038/nature12373"}, {"id":"b", "DOI": "#;
+        let mut all = Vec::new();
+        let r = read_file(Some("refs.json"), json.as_bytes(), Vec::new(), |chunk| {
+            all.append(chunk);
+            Ok::<(), ()>(())
+        });
+        assert!(
+            matches!(r, Err(Stopped::File(FileError::References(_)))),
+            "{r:?}"
+        );
+        assert_eq!(urls(&all), ["doi:10.1038/nature12373"]);
+    }
+
+    #[test]
+    fn binary_data_is_refused_whole() {
+        let r = read_file(Some("x.bib"), &b"\0\x01\x02PNG"[..], Vec::new(), |_| {
+            Ok::<(), ()>(())
+        });
+        assert!(matches!(r, Err(Stopped::File(FileError::Binary))));
+    }
+
+    #[test]
+    fn findings_go_over_in_chunks_and_a_takers_error_stops_the_reading() {
+        let bib: String = (0..CHUNK + 10)
+            .map(|i| format!("@misc{{k{i}, url={{https://example.com/{i}}}}}\n"))
+            .collect();
+        let mut sizes = Vec::new();
+        read_file(Some("big.bib"), bib.as_bytes(), Vec::new(), |chunk| {
+            sizes.push(chunk.len());
+            chunk.clear();
+            Ok::<(), ()>(())
+        })
+        .expect("read");
+        assert_eq!(sizes, [CHUNK, 10]);
+        let mut calls = 0;
+        let r = read_file(Some("big.bib"), bib.as_bytes(), Vec::new(), |_| {
+            calls += 1;
+            Err("the queue is gone")
+        });
+        assert!(matches!(r, Err(Stopped::Taker("the queue is gone"))));
+        assert_eq!(calls, 1);
+    }
+}
