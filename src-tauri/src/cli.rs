@@ -97,6 +97,11 @@ pub struct PolicyFlags {
     /// The Wayback Machine's availability API (default https://archive.org/wayback/available).
     #[arg(long, global = true, value_name = "URL")]
     pub wayback: Option<String>,
+    /// The least time between two requests to HOST, in every process, e.g. arxiv.org=3s
+    /// (repeatable; 0 takes a host's interval away). arXiv, NCBI and the Wayback Machine
+    /// have theirs by default.
+    #[arg(long, global = true, value_parser = parse_host_interval, value_name = "HOST=DURATION")]
+    pub host_interval: Vec<(String, Duration)>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -243,6 +248,14 @@ fn parse_max_job_age(s: &str) -> Result<Duration, String> {
     duration_in(s, policy::MAX_JOB_AGE_RANGE)
 }
 
+fn parse_host_interval(s: &str) -> Result<(String, Duration), String> {
+    let (host, d) = s
+        .rsplit_once('=')
+        .ok_or_else(|| "give HOST=DURATION, e.g. arxiv.org=3s".to_string())?;
+    let host = intake::host_name(host)?;
+    Ok((host, duration_in(d, policy::HOST_INTERVAL_RANGE)?))
+}
+
 fn parse_timeout(s: &str) -> Result<Duration, String> {
     duration_in(s, policy::TIMEOUT_RANGE)
 }
@@ -345,6 +358,13 @@ impl PolicyFlags {
         ] {
             if let Some(v) = flag {
                 *slot = v.trim_end_matches('/').to_string();
+            }
+        }
+        for (host, interval) in &self.host_interval {
+            if interval.is_zero() {
+                p.host_intervals.remove(host);
+            } else {
+                p.host_intervals.insert(host.clone(), *interval);
             }
         }
         p

@@ -15,7 +15,7 @@ use gleaner::engine::clock::{SystemClock, system_now_ms};
 use gleaner::engine::fetch::{Fetcher, Limits};
 use gleaner::engine::intake;
 use gleaner::engine::library::{Library, Provenance, SaveOptions};
-use gleaner::engine::policy::Policy;
+use gleaner::engine::policy::{NO_INTERVALS, Policy};
 use gleaner::engine::queue::{ClaimRequest, NewJob};
 use gleaner::engine::sqlite::{Store, db_path};
 use gleaner::engine::worker::{RunMode, Worker};
@@ -138,6 +138,7 @@ fn queue_round(n: usize) -> f64 {
             owner: "bench",
             lease: Duration::from_secs(600),
             per_host: policy.per_host,
+            intervals: &NO_INTERVALS,
             max: 32,
         };
         let step = store

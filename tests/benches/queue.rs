@@ -24,7 +24,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gleaner::engine::policy::Policy;
+use gleaner::engine::policy::{NO_INTERVALS, Policy};
 use gleaner::engine::queue::{ClaimRequest, NewJob, Queue, Success};
 use gleaner::engine::sqlite::{Store, db_path};
 
@@ -129,6 +129,7 @@ fn drain_on(
                         owner: &owner,
                         lease: Duration::from_secs(600),
                         per_host: policy.per_host,
+                        intervals: &NO_INTERVALS,
                         max: want,
                     };
                     let step = store
@@ -251,6 +252,7 @@ fn wal_frames(dir: &std::path::Path, queue: &str, inflight: usize, jobs: usize, 
             owner: "bench",
             lease: Duration::from_secs(600),
             per_host: policy.per_host,
+            intervals: &NO_INTERVALS,
             max: inflight.min(jobs - claimed),
         };
         let step = store

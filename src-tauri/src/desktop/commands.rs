@@ -612,7 +612,7 @@ pub fn save_settings(
     settings: Settings,
     state: State<'_, DesktopState>,
 ) -> Result<Settings, String> {
-    let policy = settings.apply(state.worker.policy())?;
+    let policy = settings.apply(Policy::clone(&state.worker.policy()))?;
     let fail = store_error("Could not save the settings");
     state.store.save_policy(&policy).map_err(&fail)?;
     state

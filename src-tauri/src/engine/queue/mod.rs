@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use super::clock::{Millis, Reading};
-use super::policy::{Failure, Policy};
+use super::policy::{Failure, HostIntervals, NO_INTERVALS, Policy};
 
 mod error;
 mod types;
@@ -132,7 +132,8 @@ pub trait Queue: Send + Sync + std::fmt::Debug {
 
     /// When the next job could become eligible: the earliest future due time or end of a
     /// host's pause.
-    fn next_wakeup(&self, now: Millis) -> Result<Option<Millis>>;
+    /// `intervals`: the hosts whose requests start at least this far apart.
+    fn next_wakeup(&self, now: Millis, intervals: &HostIntervals) -> Result<Option<Millis>>;
 
     /// Whether any job is pending or running (what `run --until-idle` waits for).
     fn has_active(&self) -> Result<bool>;
@@ -218,6 +219,7 @@ pub trait Queue: Send + Sync + std::fmt::Debug {
             owner,
             lease,
             per_host,
+            intervals: &NO_INTERVALS,
             max: 1,
         };
         let step = self.step(&mut Vec::new(), &Policy::default(), now, Some(&request))?;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::engine::clock::Millis;
-use crate::engine::policy::{Counters, Decision, ErrorClass, Failure};
+use crate::engine::policy::{Counters, Decision, ErrorClass, Failure, HostIntervals};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -164,6 +164,8 @@ pub struct ClaimRequest<'a> {
     pub owner: &'a str,
     pub lease: Duration,
     pub per_host: u32,
+    /// Hosts whose requests start at least this far apart, across every process.
+    pub intervals: &'a HostIntervals,
     /// Free slots: claim at most this many.
     pub max: usize,
 }

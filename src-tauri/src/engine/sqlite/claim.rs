@@ -1,8 +1,9 @@
 //! The claim: batches take turns, hosts take turns inside a batch, and every read is a seek.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
-use rusqlite::{Transaction, params};
+use rusqlite::{OptionalExtension, Transaction, params};
 
 use crate::engine::clock::Millis;
 
@@ -104,7 +105,8 @@ pub(super) fn claim_many(
                     let slot = match slots.get_mut(&host) {
                         Some(slot) => slot,
                         None => {
-                            let slot = host_slots(tx, &host, now, req.per_host)?;
+                            let interval = req.intervals.get(&host).copied();
+                            let slot = host_slots(tx, &host, now, req.per_host, interval)?;
                             slots.entry(host.clone()).or_insert(slot)
                         }
                     };
@@ -117,6 +119,10 @@ pub(super) fn claim_many(
                     // was read, and the next key is the head's candidate.
                     if let Some(mut job) = claim_job(tx, key, req, lease_until, now)? {
                         slot.0 -= 1;
+                        if req.intervals.get(&host).is_some_and(|d| !d.is_zero()) {
+                            tx.prepare_cached(HOST_STARTED)?
+                                .execute(params![host, now])?;
+                        }
                         job.throttled = slot.1;
                         known.cursor = (run_at, job_id + 1);
                         tx.prepare_cached(LANE_ADVANCE)?.execute(params![
@@ -208,8 +214,15 @@ fn claim_job(
 
 /// How many more jobs for `host` may start now: none while it is paused, else its connection
 /// limit (the policy's, or lower while it recovers from a rate limit) minus the jobs of every
-/// process running on it.
-fn host_slots(tx: &Transaction<'_>, host: &str, now: Millis, per_host: u32) -> Result<(u32, bool)> {
+/// process running on it. A host with an `interval` starts one job per interval: none until
+/// the interval since its last start (in any process) has passed, then one.
+fn host_slots(
+    tx: &Transaction<'_>,
+    host: &str,
+    now: Millis,
+    per_host: u32,
+    interval: Option<Duration>,
+) -> Result<(u32, bool)> {
     let (paused, own_limit, running): (Option<bool>, Option<u32>, u32) = tx
         .prepare_cached(CLAIM_HOST)?
         .query_row(params![host, now], |r| {
@@ -219,12 +232,27 @@ fn host_slots(tx: &Transaction<'_>, host: &str, now: Millis, per_host: u32) -> R
         return Ok((0, own_limit.is_some()));
     }
     let limit = own_limit.map_or(per_host, |own| own.min(per_host)).max(1);
-    Ok((limit.saturating_sub(running), own_limit.is_some()))
+    let slots = limit.saturating_sub(running);
+    let Some(interval) = interval.filter(|d| !d.is_zero()) else {
+        return Ok((slots, own_limit.is_some()));
+    };
+    let last: Option<Millis> = tx
+        .prepare_cached("SELECT last_start_at FROM hosts WHERE host = ?1")?
+        .query_row([host], |r| r.get(0))
+        .optional()?
+        .flatten();
+    let waited = last.is_none_or(|at| at + interval.as_millis() as Millis <= now);
+    Ok((if waited { slots.min(1) } else { 0 }, own_limit.is_some()))
 }
+
+/// Record that a host with an interval started a request now.
+const HOST_STARTED: &str = "INSERT INTO hosts (host, last_start_at) VALUES (?1, ?2) \
+     ON CONFLICT(host) DO UPDATE SET last_start_at = excluded.last_start_at";
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::policy::{HostIntervals, NO_INTERVALS};
     use crate::engine::queue::Queue as _;
 
     use std::time::Duration;
@@ -320,7 +348,10 @@ mod tests {
             s.claim("w", 11, lease, 2).expect("claim").is_none(),
             "host paused"
         );
-        assert_eq!(s.next_wakeup(11).expect("wakeup"), Some(120_010));
+        assert_eq!(
+            s.next_wakeup(11, &NO_INTERVALS).expect("wakeup"),
+            Some(120_010)
+        );
         // Pause over, but the host is throttled to one connection and a2 still holds it.
         assert!(s.claim("w", 120_010, lease, 2).expect("claim").is_none());
         let ok = Success {
@@ -362,6 +393,87 @@ mod tests {
             s.claim("w", 0, lease, 2).expect("claim").expect("a").host,
             "a.example"
         );
+    }
+
+    /// Requests to a host with an interval start that far apart, whichever connection (process)
+    /// claims, while other hosts go on at their own pace; the worker is woken when the next may
+    /// start.
+    #[test]
+    fn a_host_interval_spaces_the_starts_across_connections_and_wakes_the_worker_for_the_next() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("q.db");
+        let a = Store::open(&path).expect("store a");
+        let b = Store::open(&path).expect("store b");
+        a.enqueue(
+            None,
+            &[
+                job("http://arxiv.example/1"),
+                job("http://arxiv.example/2"),
+                job("http://other.example/1"),
+                job("http://other.example/2"),
+            ],
+            5,
+            0,
+        )
+        .expect("enqueue");
+        let intervals: HostIntervals = [("arxiv.example".to_string(), Duration::from_secs(3))]
+            .into_iter()
+            .collect();
+        let claim = |s: &Store, now: Millis| -> Vec<String> {
+            let request = ClaimRequest {
+                owner: "w",
+                lease: Duration::from_secs(60),
+                per_host: 4,
+                intervals: &intervals,
+                max: 10,
+            };
+            s.step(&mut Vec::new(), &Policy::default(), now, Some(&request))
+                .expect("step")
+                .claimed
+                .into_iter()
+                .map(|c| c.url)
+                .collect()
+        };
+        // One of the spaced host's jobs, and every job of the other host.
+        let first = claim(&a, 1_000);
+        assert_eq!(
+            first,
+            [
+                "http://arxiv.example/1",
+                "http://other.example/1",
+                "http://other.example/2"
+            ]
+        );
+        // Another process, 2.9 s later: not yet.
+        assert!(claim(&b, 3_999).is_empty());
+        assert_eq!(
+            b.next_wakeup(3_999, &intervals).expect("wakeup"),
+            Some(4_000)
+        );
+        assert_eq!(claim(&b, 4_000), ["http://arxiv.example/2"]);
+        // Without an interval the host's jobs start together, as before.
+        a.enqueue(
+            None,
+            &[job("http://arxiv.example/3"), job("http://arxiv.example/4")],
+            5,
+            5_000,
+        )
+        .expect("enqueue");
+        assert_eq!(claim_without_intervals(&a, 5_000), 2);
+    }
+
+    fn claim_without_intervals(s: &Store, now: Millis) -> usize {
+        let request = ClaimRequest {
+            owner: "w",
+            lease: Duration::from_secs(60),
+            per_host: 4,
+            intervals: &NO_INTERVALS,
+            max: 10,
+        };
+        s.step(&mut Vec::new(), &Policy::default(), now, Some(&request))
+            .expect("step")
+            .claimed
+            .len()
     }
 
     #[test]

@@ -135,7 +135,7 @@ mod tests {
     use std::time::Duration;
 
     use crate::engine::clock::{Clock as _, ManualClock};
-    use crate::engine::policy::{Failure, FailureKind, Policy};
+    use crate::engine::policy::{Failure, FailureKind, NO_INTERVALS, Policy};
     use crate::engine::queue::{ClaimRequest, Finish, Status};
     use crate::engine::sqlite::Store;
     use crate::engine::sqlite::testing::job;
@@ -145,6 +145,7 @@ mod tests {
             owner: "pid-1-test",
             lease: Duration::from_secs(120),
             per_host: 2,
+            intervals: &NO_INTERVALS,
             max: 1,
         };
         s.step(&mut Vec::new(), &Policy::default(), now, Some(&request))
@@ -183,7 +184,7 @@ mod tests {
         let now = clock.now_ms();
         let job = s.job(claimed[0].job_id).expect("job").expect("row");
         assert_eq!(job.run_at, now + 2_000, "the wait is still two seconds");
-        let paused = s.next_wakeup(now).expect("wakeup");
+        let paused = s.next_wakeup(now, &NO_INTERVALS).expect("wakeup");
         assert_eq!(paused, Some(now + 2_000), "and so is the host's pause");
         assert!(claim_one(&s, now + 1_000).is_empty(), "not before the wait");
         clock.advance(Duration::from_secs(2));

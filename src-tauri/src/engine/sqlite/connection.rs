@@ -248,6 +248,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::policy::NO_INTERVALS;
 
     use std::time::Duration;
 
@@ -334,6 +335,7 @@ mod tests {
             owner: "w",
             lease: Duration::from_secs(600),
             per_host: 2,
+            intervals: &NO_INTERVALS,
             max: 4,
         };
         let wal = dir.path().join("queue.db-wal");

@@ -544,7 +544,7 @@ mod tests {
             ("sqlite/stall.rs", include_str!("stall.rs")),
             ("worker/mod.rs", include_str!("../worker/mod.rs")),
             ("worker/stall.rs", include_str!("../worker/stall.rs")),
-            ("policy.rs", include_str!("../policy.rs")),
+            ("policy/mod.rs", include_str!("../policy/mod.rs")),
             ("intake/mod.rs", include_str!("../intake/mod.rs")),
             ("library.rs", include_str!("../library.rs")),
             ("export.rs", include_str!("../export.rs")),

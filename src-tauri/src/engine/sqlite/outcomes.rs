@@ -525,6 +525,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::policy::NO_INTERVALS;
     use crate::engine::queue::Queue as _;
 
     use std::time::Duration;
@@ -757,6 +758,7 @@ mod tests {
             owner: "w",
             lease: Duration::from_secs(60),
             per_host: 2,
+            intervals: &NO_INTERVALS,
             max: 3,
         };
         let first = s

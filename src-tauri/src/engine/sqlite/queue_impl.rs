@@ -8,7 +8,7 @@ use tokio::sync::Notify;
 
 use super::Store;
 use crate::engine::clock::{Millis, Reading};
-use crate::engine::policy::Policy;
+use crate::engine::policy::{HostIntervals, Policy};
 use crate::engine::queue::{
     ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, HostCount,
     HostState, Job, JobFilter, Liveness, NewJob, OfflineState, Queue, Result, StallState, Stats,
@@ -86,8 +86,8 @@ impl Queue for Store {
         Store::put_back(self, owner, only, reason, now)
     }
 
-    fn next_wakeup(&self, now: Millis) -> Result<Option<Millis>> {
-        Store::next_wakeup(self, now)
+    fn next_wakeup(&self, now: Millis, intervals: &HostIntervals) -> Result<Option<Millis>> {
+        Store::next_wakeup(self, now, intervals)
     }
 
     fn has_active(&self) -> Result<bool> {

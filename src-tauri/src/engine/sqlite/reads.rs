@@ -3,6 +3,7 @@
 use rusqlite::OptionalExtension;
 
 use crate::engine::clock::Millis;
+use crate::engine::policy::HostIntervals;
 
 use super::Store;
 use super::hosts::{offline_state, queue_paused};
@@ -90,8 +91,24 @@ fn filter_sql(filter: &JobFilter, head: &str) -> (String, Vec<rusqlite::types::V
 
 impl Store {
     /// When the next job could become eligible: the earliest future due time or host pause end.
-    pub fn next_wakeup(&self, now: Millis) -> Result<Option<Millis>> {
+    pub fn next_wakeup(&self, now: Millis, intervals: &HostIntervals) -> Result<Option<Millis>> {
         let conn = self.conn()?;
+        // A host with an interval whose last request started less than that ago: its next
+        // start (whether it has a job due or not; waking for nothing costs one empty claim).
+        let mut spaced: Option<Millis> = None;
+        for (host, interval) in intervals.iter().filter(|(_, d)| !d.is_zero()) {
+            let last: Option<Millis> = conn
+                .prepare_cached("SELECT last_start_at FROM hosts WHERE host = ?1")?
+                .query_row([host], |r| r.get(0))
+                .optional()?
+                .flatten();
+            if let Some(next) = last
+                .map(|at| at + interval.as_millis() as Millis)
+                .filter(|&t| t > now)
+            {
+                spaced = Some(spaced.map_or(next, |s| s.min(next)));
+            }
+        }
         let due: Option<Millis> = conn.query_row(
             "SELECT min((SELECT min(j.run_at) FROM jobs j INDEXED BY jobs_batch_due \
                  WHERE j.batch_id = b.id AND j.status = 'pending' AND j.run_at > ?1)) \
@@ -104,10 +121,7 @@ impl Store {
             [now],
             |r| r.get(0),
         )?;
-        Ok(match (due, pause) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        })
+        Ok([due, pause, spaced].into_iter().flatten().min())
     }
 
     /// True while any job is pending or running (what `run --until-idle` waits for).

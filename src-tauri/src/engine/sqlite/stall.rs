@@ -124,6 +124,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::engine::policy::NO_INTERVALS;
     use crate::engine::policy::Policy;
     use crate::engine::queue::{ClaimRequest, Finish, Settled, Status};
     use crate::engine::sqlite::testing::job;
@@ -137,6 +138,7 @@ mod tests {
             owner: "pid-1-w",
             lease: Duration::from_secs(60),
             per_host: 2,
+            intervals: &NO_INTERVALS,
             max: 1,
         };
         let policy = Policy::default();
@@ -177,6 +179,7 @@ mod tests {
             owner,
             lease: Duration::from_secs(60),
             per_host: 2,
+            intervals: &NO_INTERVALS,
             max: 1,
         };
         let mine = s

@@ -74,7 +74,8 @@ pub struct Worker {
     clock: SharedClock,
     fetcher: Fetcher,
     library: Library,
-    policy: Arc<RwLock<Policy>>,
+    /// Shared by reference: every job in flight holds the policy it started with.
+    policy: Arc<RwLock<Arc<Policy>>>,
     wake: Arc<Notify>,
     owner: String,
     events: broadcast::Sender<JobEvent>,
@@ -138,7 +139,7 @@ impl Worker {
             clock,
             fetcher,
             library,
-            policy: Arc::new(RwLock::new(policy)),
+            policy: Arc::new(RwLock::new(Arc::new(policy))),
             wake: Arc::new(Notify::new()),
             owner,
             events,
@@ -178,14 +179,14 @@ impl Worker {
             .and_then(|s| s.as_ref().map(|s| s.state.clone()))
     }
 
-    pub fn policy(&self) -> Policy {
+    pub fn policy(&self) -> Arc<Policy> {
         self.policy.read().map(|p| p.clone()).unwrap_or_default()
     }
 
     /// Apply a new policy to the running loop; in-flight fetches keep the limits they started with.
     pub fn set_policy(&self, policy: Policy) {
         if let Ok(mut p) = self.policy.write() {
-            *p = policy;
+            *p = Arc::new(policy);
         }
         self.wake();
     }
@@ -330,7 +331,10 @@ impl Worker {
         if claimed_none {
             run.summary.recovered += self.recover().await? as u64;
             let now = self.clock.now_ms();
-            deadline = self.db(move |s| s.next_wakeup(now)).await?;
+            let policy = policy.clone();
+            deadline = self
+                .db(move |s| s.next_wakeup(now, &policy.host_intervals))
+                .await?;
             if run.inflight.is_empty() && mode == RunMode::UntilIdle {
                 if !self.db(|s| s.has_active()).await? {
                     return Ok(Flow::Idle);
@@ -377,7 +381,7 @@ impl Worker {
     async fn step(
         &self,
         run: &mut Run,
-        policy: &Policy,
+        policy: &Arc<Policy>,
         free: usize,
     ) -> Result<Vec<Claimed>, WorkerError> {
         let (owner, now, p) = (self.owner.clone(), self.clock.now_ms(), policy.clone());
@@ -397,6 +401,7 @@ impl Worker {
                 owner: &owner,
                 lease,
                 per_host,
+                intervals: &p.host_intervals,
                 max: free,
             });
             let step = store.step(&mut finished, &p, now, claim.as_ref());
@@ -660,7 +665,7 @@ impl Worker {
 
     /// Fetch and save one claimed job. Nothing is committed here: the outcome goes into the
     /// loop's next group commit.
-    async fn process(self: Arc<Self>, claimed: Claimed, policy: Policy) -> (Claimed, Finish) {
+    async fn process(self: Arc<Self>, claimed: Claimed, policy: Arc<Policy>) -> (Claimed, Finish) {
         let limits = Limits {
             timeout: policy.timeout,
             max_body: policy.max_body,

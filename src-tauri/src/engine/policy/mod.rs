@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use super::clock::Millis;
 
+mod intervals;
+
+pub use intervals::{HostIntervals, NO_INTERVALS, default_intervals};
+
 /// The three classes of the design's table, as stored in `jobs.error_class`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -218,6 +222,9 @@ pub struct Policy {
     pub keep_binary: bool,
     /// Where DOIs, arXiv and PubMed ids are resolved.
     pub services: Services,
+    /// The least time between two requests to a host, across every process.
+    #[serde(with = "intervals")]
+    pub host_intervals: HostIntervals,
 }
 
 /// The scholarly services Gleaner asks, as base URLs. Settings and flags, so that tests point
@@ -273,6 +280,7 @@ impl Default for Policy {
             keep_raw: false,
             keep_binary: true,
             services: Services::default(),
+            host_intervals: default_intervals(),
         }
     }
 }
@@ -337,6 +345,8 @@ pub const MAX_DELAY_RANGE: Range<Duration> =
 pub const MAX_JOB_AGE_RANGE: Range<Duration> =
     span(Duration::from_secs(1), Duration::from_secs(31_557_600));
 /// `--timeout`: a request's whole time; the lease is twice this.
+/// `--host-interval`: 0 (none) up to an hour between two requests to one host.
+pub const HOST_INTERVAL_RANGE: Range<Duration> = span(Duration::ZERO, Duration::from_secs(3600));
 pub const TIMEOUT_RANGE: Range<Duration> =
     span(Duration::from_millis(1), Duration::from_secs(3600));
 /// `--max-body`: the body is held in memory while it is extracted.
@@ -417,6 +427,16 @@ impl Policy {
                     range: range.describe(),
                 });
             }
+        }
+        if self
+            .host_intervals
+            .values()
+            .any(|d| !HOST_INTERVAL_RANGE.contains(*d))
+        {
+            return Err(PolicyError::OutOfRange {
+                what: "host interval",
+                range: HOST_INTERVAL_RANGE.describe(),
+            });
         }
         if !MAX_BODY_RANGE.contains(self.max_body) {
             return Err(PolicyError::OutOfRange {
