@@ -104,6 +104,7 @@ fn save_round(pages: &[(String, gleaner::engine::fetch::Fetched)]) -> f64 {
             url,
             host,
             fetched_at: system_now_ms(),
+            reference: None,
         };
         library
             .save(&from, fetched, SaveOptions::default())

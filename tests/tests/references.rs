@@ -99,6 +99,7 @@ fn identifiers_are_fetched_at_the_services_the_settings_name() {
     );
     let text = std::fs::read_to_string(document).expect("document");
     assert!(text.contains("url: \"doi:10.1038/nature12373\""), "{text}");
+    assert!(text.contains("\ndoi: \"10.1038/nature12373\"\n"), "{text}");
     for id in ["2", "3"] {
         let job = sb.json(&["jobs", "show", id, "--json"]);
         assert_eq!(job["status"], "done", "{job}");

@@ -10,7 +10,8 @@ use super::clock::Millis;
 use super::extract::{self, DocKind, Document, ExtractError};
 use super::fetch::Fetched;
 use super::intake;
-use super::queue::rfc3339;
+use super::intake::Identifier;
+use super::queue::{Reference, rfc3339};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LibraryError {
@@ -63,6 +64,8 @@ pub struct Provenance<'a> {
     pub url: &'a str,
     pub host: &'a str,
     pub fetched_at: Millis,
+    /// What a reference file or bookmark said about the job, if it came from one.
+    pub reference: Option<&'a Reference>,
 }
 
 #[derive(Debug, Clone)]
@@ -181,7 +184,14 @@ fn front_matter(
             "final_url",
             q(&intake::without_credentials(&fetched.final_url)),
         ),
-        ("title", opt(&doc.title)),
+        // A page without a title of its own keeps its entry's.
+        (
+            "title",
+            opt(&doc
+                .title
+                .clone()
+                .or_else(|| from.reference.and_then(|r| r.title.clone()))),
+        ),
         ("byline", opt(&doc.byline)),
         ("published", opt(&doc.published)),
         ("language", opt(&doc.language)),
@@ -200,7 +210,47 @@ fn front_matter(
         out.push_str(&value);
         out.push('\n');
     }
+    for (key, value) in reference_fields(from) {
+        out.push_str(key);
+        out.push_str(": ");
+        out.push_str(&value);
+        out.push('\n');
+    }
     out.push_str("---\n");
+    out
+}
+
+/// The fields of a reference (DESIGN.md): its identifier, and what its entry said. Keys that do
+/// not apply are left out, so a plain page's front matter is as before.
+fn reference_fields(from: &Provenance<'_>) -> Vec<(&'static str, String)> {
+    let q = |v: &str| serde_json::to_string(v).unwrap_or_else(|_| "\"\"".to_string());
+    let list = |v: &[String]| serde_json::to_string(v).unwrap_or_else(|_| "[]".to_string());
+    let mut out = Vec::new();
+    match Identifier::from_uri(from.url) {
+        Some(Identifier::Doi(d)) => out.push(("doi", q(&d))),
+        Some(Identifier::Arxiv(a)) => out.push(("arxiv", q(&a))),
+        Some(Identifier::Pmid(p)) => out.push(("pmid", q(&p))),
+        Some(Identifier::Pmcid(p)) => out.push(("pmcid", q(&p))),
+        None => {}
+    }
+    let Some(r) = from.reference else {
+        return out;
+    };
+    if !r.authors.is_empty() {
+        out.push(("authors", list(&r.authors)));
+    }
+    if let Some(v) = &r.issued {
+        out.push(("issued", q(v)));
+    }
+    if let Some(v) = &r.container_title {
+        out.push(("container_title", q(v)));
+    }
+    if let Some(v) = &r.citation_key {
+        out.push(("citation_key", q(v)));
+    }
+    if !r.tags.is_empty() {
+        out.push(("tags", list(&r.tags)));
+    }
     out
 }
 
@@ -425,6 +475,7 @@ mod tests {
             url,
             host: "news.example",
             fetched_at: 1_700_000_000_000,
+            reference: None,
         }
     }
 
@@ -453,6 +504,54 @@ mod tests {
             !text.contains("s3cret") && !text.contains("ghp_token123"),
             "{text}"
         );
+    }
+
+    /// A reference's document carries its identifier and its entry's metadata, as JSON values
+    /// a YAML reader (Obsidian's properties) reads as strings and lists.
+    #[test]
+    fn a_references_document_names_its_identifier_authors_and_tags() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let lib = Library::new(dir.path());
+        let reference = Reference {
+            title: Some("Nanometre-scale thermometry".into()),
+            citation_key: Some("kucsko2013".into()),
+            authors: vec!["Kucsko, G.".into(), "Lukin, M. D.".into()],
+            issued: Some("2013-07-31".into()),
+            container_title: Some("Nature".into()),
+            tags: vec!["thesis".into(), "quantum \"sensing\"".into()],
+        };
+        let of_doi = Provenance {
+            url: "doi:10.1038/nature12373",
+            reference: Some(&reference),
+            ..from("")
+        };
+        let f = Fetched {
+            status: 200,
+            final_url: "https://news.example/articles/nature12373".into(),
+            content_type: Some("text/plain".into()),
+            body: b"An abstract.".to_vec(),
+        };
+        let saved = lib.save(&of_doi, &f, SaveOptions::default()).expect("save");
+        let text = std::fs::read_to_string(&saved.path).expect("read");
+        let (meta, _) = read_document(&text).expect("front matter");
+        assert_eq!(meta["doi"], "10.1038/nature12373");
+        assert_eq!(meta["title"], "Nanometre-scale thermometry", "{text}");
+        assert_eq!(
+            meta["authors"],
+            serde_json::json!(["Kucsko, G.", "Lukin, M. D."])
+        );
+        assert_eq!(meta["issued"], "2013-07-31");
+        assert_eq!(meta["container_title"], "Nature");
+        assert_eq!(meta["citation_key"], "kucsko2013");
+        assert_eq!(meta["tags"][1], "quantum \"sensing\"");
+        // A plain page has none of these keys.
+        let plain = lib
+            .save(&from("https://news.example/a"), &f, SaveOptions::default())
+            .expect("save");
+        let text = std::fs::read_to_string(&plain.path).expect("read");
+        for key in ["doi:", "authors:", "tags:", "citation_key:"] {
+            assert!(!text.contains(key), "{key} in {text}");
+        }
     }
 
     #[test]

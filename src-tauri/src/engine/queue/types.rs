@@ -112,6 +112,8 @@ pub struct Claimed {
     /// The host was held below the per-host limit after a rate limit when the job started:
     /// its success counts towards winning a connection back.
     pub throttled: bool,
+    /// What a reference file or bookmark said about the job, for its document.
+    pub reference: Option<Box<Reference>>,
 }
 
 /// How a claimed job's attempt ended, for [`Queue::step`].

@@ -198,9 +198,9 @@ fn claim_job(
     if changed != 1 {
         return Ok(None);
     }
-    let (url, attempt): (String, u32) = tx
-        .prepare_cached("SELECT url, attempts FROM jobs WHERE id = ?1")?
-        .query_row([job_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let (url, attempt, meta): (String, u32, Option<String>) = tx
+        .prepare_cached("SELECT url, attempts, meta FROM jobs WHERE id = ?1")?
+        .query_row([job_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
     Ok(Some(Claimed {
         job_id,
         url,
@@ -209,6 +209,8 @@ fn claim_job(
         started_at: now,
         owner: req.owner.to_string(),
         throttled: false,
+        // A plain link has none, and costs no parsing.
+        reference: meta.and_then(|m| serde_json::from_str(&m).ok()),
     }))
 }
 

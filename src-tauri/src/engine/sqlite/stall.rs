@@ -84,6 +84,7 @@ impl Store {
                         started_at: r.get(4)?,
                         owner: owner.to_string(),
                         throttled: false,
+                        reference: None,
                     })
                 })?
                 .collect::<rusqlite::Result<_>>()?;

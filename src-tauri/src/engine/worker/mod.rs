@@ -679,6 +679,7 @@ impl Worker {
             Ok(fetched) => {
                 let library = self.library.clone();
                 let (id, url) = (claimed.job_id, claimed.url.clone());
+                let reference_meta = claimed.reference.clone();
                 // A reference is filed under the site it resolved to, not the resolver.
                 let host = match reference {
                     Some(_) => url::Url::parse(&fetched.final_url)
@@ -707,6 +708,7 @@ impl Worker {
                         url: &url,
                         host: &host,
                         fetched_at,
+                        reference: reference_meta.as_deref(),
                     };
                     library.save(&from, &fetched, options).map(|s| (s, fetched))
                 })
