@@ -396,6 +396,22 @@ function retriesText(job) {
   return `${job.retries_used} of ${job.max_retries} retries used`;
 }
 
+// A reference's first author and year, as the table shows them beside its title.
+function citedBy(job) {
+  const r = job.reference;
+  if (!r) return '';
+  const first = r.authors?.[0]?.split(',')[0]?.trim();
+  const who = first && r.authors.length > 1 ? `${first} et al.` : first;
+  return [who, r.issued?.slice(0, 4)].filter(Boolean).join(', ');
+}
+
+function titleCell(job) {
+  const cell = el('td', 'title', job.title ?? '');
+  const by = citedBy(job);
+  if (by) cell.append(el('span', 'cited-by', ` · ${by}`));
+  return cell;
+}
+
 function jobRow(job) {
   const tr = el('tr');
   tr.dataset.id = String(job.id);
@@ -409,7 +425,7 @@ function jobRow(job) {
   attempts.title = `${job.attempts} attempt${job.attempts === 1 ? '' : 's'}; ${retriesText(job)}`;
   const next = el('td', 'next col-next', nextRetryText(job));
   if (job.status === 'pending' && job.retry_after) next.dataset.due = job.retry_after;
-  tr.append(status, urlCell(job.url), el('td', 'title', job.title ?? ''), attempts, next,
+  tr.append(status, urlCell(job.url), titleCell(job), attempts, next,
     el('td', 'error col-error', classWords(job)));
   return tr;
 }
@@ -588,6 +604,14 @@ async function showDetails(id) {
   }
 }
 
+// A fact of the details pane, hidden with its label when there is nothing to say.
+function setFact(id, text) {
+  const dd = $(id);
+  dd.textContent = text;
+  dd.hidden = !text;
+  if (dd.previousElementSibling) dd.previousElementSibling.hidden = !text;
+}
+
 function renderDetails(d) {
   const job = d.job;
   details.hidden = false;
@@ -599,6 +623,13 @@ function renderDetails(d) {
   setText('d-url', job.url);
   setText('d-final', job.final_url ?? '');
   setText('d-batch', job.batch ?? '');
+  // What a reference file or bookmark said; a plain link shows none of these rows.
+  const r = job.reference ?? {};
+  setFact('d-authors', (r.authors ?? []).join('; '));
+  setFact('d-issued', r.issued ?? '');
+  setFact('d-container', r.container_title ?? '');
+  setFact('d-key', r.citation_key ?? '');
+  setFact('d-tags', (r.tags ?? []).join(', '));
   setText('d-attempts', String(job.attempts));
   setText('d-retries', `${job.retries_used} of ${job.max_retries} used`);
   const next = $('d-next');

@@ -372,6 +372,65 @@ fn dropped_links_and_bookmark_files_are_queued() {
     });
 }
 
+/// A BibTeX file dropped on the window: an entry is a job that keeps its authors and year,
+/// shown beside its title in the table and in the details pane; an entry with nothing to fetch
+/// is named. Light and dark (screenshots `bibtex-drop-light`, `bibtex-drop-dark`).
+#[test]
+fn a_dropped_bibtex_file_shows_its_entries_with_their_authors_and_year() {
+    gui(async {
+        let server = FaultServer::start();
+        let bib = format!(
+            "@article{{kucsko2013,\n  title = {{Nanometre-Scale Thermometry in a Living Cell}},\n  \
+             author = {{Kucsko, G. and Maurer, P. C. and Lukin, M. D.}},\n  year = {{2013}},\n  \
+             journal = {{Nature}},\n  keywords = {{thesis, sensing}},\n  url = {{{}}}\n}}\n\
+             @book{{knuth1997, title = {{The Art of Computer Programming}}, author = {{Knuth, Donald}}}}\n",
+            server.url("/page?title=Thermometry")
+        );
+        let data = tempfile::tempdir().expect("data");
+        for (theme, shot) in [
+            (None, "bibtex-drop-light"),
+            (Some("Adwaita:dark"), "bibtex-drop-dark"),
+        ] {
+            let env: Vec<(&str, &str)> = theme.map(|t| ("GTK_THEME", t)).into_iter().collect();
+            let s = DesktopSession::launch_in_with_env(data.path(), &env).await;
+            s.js(
+                "const dt = new DataTransfer();\
+                 dt.items.add(new File([arguments[0]], 'library.bib', { type: 'text/x-bibtex' }));\
+                 document.body.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));",
+                vec![json!(bib)],
+            )
+            .await;
+            let want = if theme.is_none() {
+                "1 link queued, 0 duplicates, 1 rejected."
+            } else {
+                "0 links queued, 1 duplicate, 1 rejected."
+            };
+            s.wait_text("add-summary", |t| t == want, "the BibTeX drop summary")
+                .await;
+            assert_eq!(
+                s.text("add-rejected").await,
+                "knuth1997: nothing to fetch: the entry has no DOI, arXiv id, PubMed id or URL"
+            );
+            let rows = s
+                .wait_rows(|r| all_status(r, 1, "done"), "the entry's job done")
+                .await;
+            assert_eq!(col(&rows[0], "Title"), "Thermometry · Kucsko et al., 2013");
+            select_row(&s, &rows[0]["id"]).await;
+            s.wait_text(
+                "d-authors",
+                |t| t == "Kucsko, G.; Maurer, P. C.; Lukin, M. D.",
+                "the authors",
+            )
+            .await;
+            assert_eq!(s.text("d-issued").await, "2013");
+            assert_eq!(s.text("d-key").await, "kucsko2013");
+            assert_eq!(s.text("d-tags").await, "thesis, sensing");
+            s.screenshot(shot).await;
+            s.finish().await;
+        }
+    });
+}
+
 #[test]
 fn a_big_dropped_file_is_sent_in_pieces_and_only_counts_come_back() {
     gui(async {
