@@ -173,8 +173,11 @@ async fn a_clock_set_forward_does_not_age_a_rate_limited_job_to_death() {
         ..Policy::default()
     };
     let (w, ids) = start(policy, &[server.url("/ok/limited")]);
+    // Committed, not only claimed: a jump before the 429 is recorded would move the minute
+    // it asks for past the clock's later advance (a race that loaded machines lost).
     wait_for("the rate limit", || {
-        w.store.job(ids[0]).expect("job").expect("row").attempts == 1
+        let job = w.store.job(ids[0]).expect("job").expect("row");
+        job.attempts == 1 && job.status == Status::Pending
     })
     .await;
     // Set forward past the job's whole age budget, then the minute the site asked for.

@@ -1431,7 +1431,13 @@ fn hundreds_of_changes_reach_the_page_as_at_most_about_ten_events_a_second() {
             "{} events for 300 jobs, at most {busiest} in one second",
             seen.len()
         );
-        assert!(busiest <= 11, "{busiest} events in one second: {seen:?}");
+        // Sent at least 100 ms apart, but a busy machine delays the page's event loop, which
+        // then takes a few at once: one second can hold a few more than ten, while the burst
+        // as a whole stays at about ten a second.
+        let span_s = (seen[seen.len() - 1] - seen[0]) / 1000.0;
+        let rate = (seen.len() - 1) as f64 / span_s.max(0.1);
+        assert!(rate <= 11.0, "{rate:.1} events a second: {seen:?}");
+        assert!(busiest <= 15, "{busiest} events in one second: {seen:?}");
         assert!(seen.len() < 300, "one event per change: {}", seen.len());
         s.finish().await;
     });
