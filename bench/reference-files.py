@@ -23,7 +23,7 @@ with open(os.path.join(out, "library.bib"), "w") as f:
         kind = i % 4
         target = {
             0: f"  doi = {{10.{1000 + i % 9000}/bench.{i}}},\n",
-            1: f"  eprint = {{{2100 + i % 12:04d}.{i % 100000:05d}}},\n  eprinttype = {{arXiv}},\n",
+            1: f"  eprint = {{{2101 + i % 12:04d}.{i % 100000:05d}}},\n  eprinttype = {{arXiv}},\n",
             2: f"  url = {{https://journal{i % 500}.example/articles/{i}}},\n",
             3: f"  doi = {{https://doi.org/10.{1000 + i % 9000}/bench.{i}}},\n  url = {{https://x.example/{i}}},\n",
         }[kind]
