@@ -276,3 +276,39 @@ fn a_host_interval_holds_across_two_worker_processes() {
     // Arrival lags its claim by a few milliseconds either way.
     assert!(gaps.iter().all(|&g| g >= 350), "gaps in ms: {gaps:?}");
 }
+
+/// A DOI the resolver does not know dies at once as "no such DOI"; a DOI whose landing page is
+/// gone after the redirect is a plain 404 of the publisher.
+#[test]
+fn a_doi_the_resolver_does_not_know_is_no_such_doi() {
+    let resolver = FaultServer::start();
+    let publisher = FaultServer::start_on("127.0.0.2");
+    resolver.script(
+        "/10.1000/moved",
+        vec![Behavior::Respond {
+            status: 302,
+            headers: vec![("Location".into(), publisher.url("/gone"))],
+            body: Vec::new(),
+        }],
+    );
+    let sb = Sandbox::new();
+    let add = sb.run(&["add", "doi:10.9999/nope", "doi:10.1000/moved"]);
+    assert!(add.status.success(), "{}", stdout(&add));
+    let base = resolver.url("");
+    let run = sb.run(&["--doi-resolver", &base, "run", "--until-idle"]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let unknown = sb.json(&["jobs", "show", "1", "--json"]);
+    assert_eq!(unknown["status"], "dead", "{unknown}");
+    assert_eq!(unknown["attempts"], 1);
+    let error = unknown["error"].as_str().expect("error");
+    assert!(
+        error.starts_with(
+            "no such DOI: 10.9999/nope (the DOI resolver has no record of it: 404 Not Found)"
+        ),
+        "{error}"
+    );
+    let moved = sb.json(&["jobs", "show", "2", "--json"]);
+    assert_eq!(moved["status"], "dead", "{moved}");
+    let error = moved["error"].as_str().expect("error");
+    assert!(error.starts_with("404 Not Found"), "{error}");
+}

@@ -94,7 +94,9 @@ impl Fetcher {
         let status = response.status();
         let final_url = response.url().to_string();
         if !status.is_success() {
-            return Err(failure_from_status(status, response.headers()));
+            let mut failure = failure_from_status(status, response.headers());
+            failure.answered_by = Some(final_url);
+            return Err(failure);
         }
         let content_type = response
             .headers()
@@ -244,6 +246,7 @@ fn failure_from_status(status: reqwest::StatusCode, headers: &HeaderMap) -> Fail
             message,
             http_status: Some(code),
             retry_after: None,
+            answered_by: None,
         };
     }
     let kind = policy::kind_of_status(code, retry_after.is_some(), exhausted);
@@ -254,5 +257,6 @@ fn failure_from_status(status: reqwest::StatusCode, headers: &HeaderMap) -> Fail
         message,
         http_status: Some(code),
         retry_after,
+        answered_by: None,
     }
 }

@@ -171,6 +171,8 @@ pub struct Failure {
     pub http_status: Option<u16>,
     /// Retry-After already resolved to a wait, if the response carried a parsable one.
     pub retry_after: Option<Duration>,
+    /// The address whose server gave the failing answer, after redirects.
+    pub answered_by: Option<String>,
 }
 
 impl Failure {
@@ -180,6 +182,7 @@ impl Failure {
             message: message.into(),
             http_status: None,
             retry_after: None,
+            answered_by: None,
         }
     }
 

@@ -761,7 +761,7 @@ impl Worker {
                     }
                 }
             }
-            Err(failure) => failure,
+            Err(failure) => no_such_doi(failure, reference.as_ref(), &policy),
         };
         let unit: f64 = rand::rng().random_range(-1.0..=1.0);
         (claimed, Finish::Failure { failure, unit })
@@ -913,6 +913,31 @@ impl RunSummary {
 
 /// Long enough to cover the whole request plus saving; a lease only matters if its owner dies
 /// somewhere we cannot see (another machine sharing the folder, a hung process).
+/// A DOI the resolver itself answers 404 for does not exist: say so, rather than "404 Not
+/// Found" (a publisher's page gone after the redirect stays a plain 404).
+fn no_such_doi(failure: Failure, reference: Option<&Identifier>, policy: &Policy) -> Failure {
+    let Some(Identifier::Doi(doi)) = reference else {
+        return failure;
+    };
+    let host = |u: &str| {
+        url::Url::parse(u)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string))
+    };
+    let at_resolver =
+        failure.answered_by.as_deref().and_then(host) == host(&policy.services.doi_resolver);
+    if failure.http_status == Some(404) && at_resolver {
+        Failure {
+            message: format!(
+                "no such DOI: {doi} (the DOI resolver has no record of it: 404 Not Found)"
+            ),
+            ..failure
+        }
+    } else {
+        failure
+    }
+}
+
 fn lease_for(policy: &Policy) -> Duration {
     policy.timeout * 2 + Duration::from_secs(60)
 }
