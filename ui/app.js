@@ -766,6 +766,10 @@ $('open-settings').addEventListener('click', async () => {
     $('s-notify').checked = Boolean(s.notifications);
     $('s-keep-binary').checked = Boolean(s.keep_binary);
     $('s-keep-raw').checked = Boolean(s.keep_raw);
+    $('s-intervals').value = s.host_intervals;
+    $('s-doi').value = s.doi_resolver;
+    $('s-arxiv').value = s.arxiv;
+    $('s-pubmed').value = s.pubmed;
     $('settings-error').textContent = '';
     dialog.showModal();
     fields.base_delay_secs.focus();
@@ -780,6 +784,10 @@ $('settings-save').addEventListener('click', async () => {
     notifications: $('s-notify').checked,
     keep_binary: $('s-keep-binary').checked,
     keep_raw: $('s-keep-raw').checked,
+    host_intervals: $('s-intervals').value,
+    doi_resolver: $('s-doi').value.trim(),
+    arxiv: $('s-arxiv').value.trim(),
+    pubmed: $('s-pubmed').value.trim(),
   };
   for (const [key, input] of Object.entries(fields)) {
     const n = Number(input.value);

@@ -426,6 +426,22 @@ fn a_dropped_bibtex_file_shows_its_entries_with_their_authors_and_year() {
             assert_eq!(s.text("d-key").await, "kucsko2013");
             assert_eq!(s.text("d-tags").await, "thesis, sensing");
             s.screenshot(shot).await;
+            if theme.is_some() {
+                // The settings, with the host intervals and services, in dark colours too.
+                s.click("open-settings").await;
+                s.wait_text(
+                    "settings-heading",
+                    |t| t == "Settings",
+                    "the settings dialog",
+                )
+                .await;
+                s.js(
+                    "document.getElementById('s-pubmed').scrollIntoView();",
+                    vec![],
+                )
+                .await;
+                s.screenshot("settings-dark").await;
+            }
             s.finish().await;
         }
     });
@@ -656,6 +672,34 @@ fn settings_are_saved_applied_and_can_silence_notifications() {
         s.click("s-notify").await;
         // Refuse content that is not text.
         s.click("s-keep-binary").await;
+        // Host intervals, a line each; a line that is not one is named.
+        let intervals = s.by_id("s-intervals").await;
+        assert!(
+            intervals
+                .prop("value")
+                .await
+                .ok()
+                .flatten()
+                .is_some_and(|v| v.contains("arxiv.org=3s")),
+            "the defaults are shown"
+        );
+        // Lines as a paste would put them (WebKitWebDriver types no line break).
+        let fill = |text: &'static str| {
+            s.js(
+                "const t = document.getElementById('s-intervals'); t.value = arguments[0]; \
+                 t.dispatchEvent(new Event('input', { bubbles: true }));",
+                vec![json!(text)],
+            )
+        };
+        fill("arxiv.org=3s\nnot a host interval").await;
+        s.click("settings-save").await;
+        s.wait_text(
+            "settings-error",
+            |t| t == "Line 2 of the host intervals must be host=duration, e.g. arxiv.org=3s.",
+            "the bad line named",
+        )
+        .await;
+        fill("arxiv.org=3s\n127.0.0.1=250ms").await;
         s.screenshot("settings").await;
         s.click("settings-save").await;
         s.wait_text("status", |t| t == "Settings saved and applied.", "the save")
@@ -673,6 +717,11 @@ fn settings_are_saved_applied_and_can_silence_notifications() {
         let policy: serde_json::Value = serde_json::from_str(&policy).expect("policy json");
         assert_eq!(policy["max_retries"], 2);
         assert_eq!(policy["keep_binary"], false);
+        assert_eq!(
+            policy["host_intervals"],
+            json!({"arxiv.org": 3000, "127.0.0.1": 250})
+        );
+        assert_eq!(policy["services"]["doi_resolver"], "https://doi.org");
         assert_eq!(notify, "false");
 
         // Applied without a restart: the new budget shows, and a death raises no notification.

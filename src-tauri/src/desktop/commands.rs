@@ -12,7 +12,7 @@ use tauri::{Runtime, State};
 use super::DesktopState;
 use crate::engine::clock::{Clock as _, SystemClock};
 use crate::engine::intake::{self, Found};
-use crate::engine::policy::Policy;
+use crate::engine::policy::{self, HostIntervals, Policy, Services};
 use crate::engine::queue::{
     ActionResult, Attempt, BatchInfo, Enqueued, HostCount, Job, JobFilter, Queue, QueueError,
     Stats, Status, rfc3339,
@@ -530,6 +530,11 @@ pub struct Settings {
     /// Also save the fetched HTML/PDF bytes beside the Markdown.
     pub keep_raw: bool,
     pub notifications: bool,
+    /// One `host=duration` a line.
+    pub host_intervals: String,
+    pub doi_resolver: String,
+    pub arxiv: String,
+    pub pubmed: String,
 }
 
 impl Settings {
@@ -545,7 +550,69 @@ impl Settings {
             keep_binary: p.keep_binary,
             keep_raw: p.keep_raw,
             notifications,
+            host_intervals: p
+                .host_intervals
+                .iter()
+                .map(|(h, d)| format!("{h}={}\n", humantime::format_duration(*d)))
+                .collect(),
+            doi_resolver: p.services.doi_resolver.clone(),
+            arxiv: p.services.arxiv.clone(),
+            pubmed: p.services.pubmed.clone(),
         }
+    }
+
+    /// The host intervals as typed: a `host=duration` a line, blank lines ignored.
+    fn intervals(&self) -> Result<HostIntervals, String> {
+        let mut out = HostIntervals::new();
+        for (n, line) in self.host_intervals.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            let bad = || {
+                format!(
+                    "Line {} of the host intervals must be host=duration, e.g. arxiv.org=3s.",
+                    n + 1
+                )
+            };
+            let (host, d) = line.rsplit_once('=').ok_or_else(bad)?;
+            let host = intake::host_name(host).map_err(|_| bad())?;
+            let d = humantime::parse_duration(d.trim()).map_err(|_| bad())?;
+            if !policy::HOST_INTERVAL_RANGE.contains(d) {
+                return Err(format!(
+                    "Line {} of the host intervals: give a duration {}.",
+                    n + 1,
+                    policy::HOST_INTERVAL_RANGE.describe()
+                ));
+            }
+            if !d.is_zero() {
+                out.insert(host, d);
+            }
+        }
+        Ok(out)
+    }
+
+    fn services(&self, base: &Services) -> Result<Services, String> {
+        for (name, value) in [
+            ("DOI resolver", &self.doi_resolver),
+            ("arXiv", &self.arxiv),
+            ("PubMed", &self.pubmed),
+        ] {
+            let ok = url::Url::parse(value.trim()).is_ok_and(|u| {
+                matches!(u.scheme(), "http" | "https")
+                    && u.host_str().is_some_and(|h| !h.is_empty())
+            });
+            if !ok {
+                return Err(format!("{name} must be an http:// or https:// address."));
+            }
+        }
+        let trimmed = |v: &str| v.trim().trim_end_matches('/').to_string();
+        Ok(Services {
+            doi_resolver: trimmed(&self.doi_resolver),
+            arxiv: trimmed(&self.arxiv),
+            pubmed: trimmed(&self.pubmed),
+            ..base.clone()
+        })
     }
 
     /// `base` with these settings applied, or a sentence naming the first field out of range.
@@ -583,6 +650,8 @@ impl Settings {
             timeout: secs("Timeout", self.timeout_secs, 1.0, 600.0)?,
             keep_binary: self.keep_binary,
             keep_raw: self.keep_raw,
+            host_intervals: self.intervals()?,
+            services: self.services(&base.services)?,
             ..base
         };
         // The fields the panel does not show (the maximum job age, the largest body) come
