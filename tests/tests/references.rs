@@ -312,3 +312,48 @@ fn a_doi_the_resolver_does_not_know_is_no_such_doi() {
     let error = moved["error"].as_str().expect("error");
     assert!(error.starts_with("404 Not Found"), "{error}");
 }
+
+/// Chrome's and Safari's exports in their own formats: the folders each browser writes are
+/// the tags (Safari's Reading List by that name), and what is no page is skipped.
+#[test]
+fn chrome_and_safari_exports_are_read_with_their_folders_as_tags() {
+    let sb = Sandbox::new();
+    for (file, skipped) in [
+        (
+            "bookmarks/chrome.html",
+            "skipped Save to Zotero: a bookmarklet (javascript:), not a page",
+        ),
+        (
+            "bookmarks/safari.html",
+            "skipped Mail the lab: an e-mail address (mailto:), not a web page",
+        ),
+    ] {
+        let out = sb.run(&["add", "--file", &fixture(file)]);
+        let text = stdout(&out);
+        assert!(out.status.success(), "{file}: {text}{}", stderr(&out));
+        assert!(text.contains(skipped), "{file}: {text}");
+        assert!(!text.contains("rejected"), "{file}: {text}");
+    }
+    let jobs = sb.json(&["jobs", "list", "--json"]);
+    let tags_of = |url: &str| {
+        jobs.as_array()
+            .expect("jobs")
+            .iter()
+            .find(|j| j["url"] == url)
+            .map(|j| j["reference"]["tags"].clone())
+            .unwrap_or_else(|| panic!("no job for {url}: {jobs}"))
+    };
+    assert_eq!(
+        tags_of("https://www.biorxiv.org/content/10.1101/2020.03.12.988246v1"),
+        serde_json::json!(["Bookmarks bar", "Reading group"])
+    );
+    assert_eq!(
+        tags_of("https://elifesciences.org/articles/82580"),
+        serde_json::json!(["Reading List"])
+    );
+    // A PubMed link bookmarked in Chrome is a PubMed job.
+    assert_eq!(
+        tags_of("pmid:31452104"),
+        serde_json::json!(["Bookmarks bar"])
+    );
+}
