@@ -95,18 +95,23 @@ impl Store {
         let conn = self.conn()?;
         // A host with an interval whose last request started less than that ago: its next
         // start (whether it has a job due or not; waking for nothing costs one empty claim).
+        // One read of the hosts started within the longest interval, not one per host.
         let mut spaced: Option<Millis> = None;
-        for (host, interval) in intervals.iter().filter(|(_, d)| !d.is_zero()) {
-            let last: Option<Millis> = conn
-                .prepare_cached("SELECT last_start_at FROM hosts WHERE host = ?1")?
-                .query_row([host], |r| r.get(0))
-                .optional()?
-                .flatten();
-            if let Some(next) = last
-                .map(|at| at + interval.as_millis() as Millis)
-                .filter(|&t| t > now)
-            {
-                spaced = Some(spaced.map_or(next, |s| s.min(next)));
+        if let Some(longest) = intervals.values().max().filter(|d| !d.is_zero()) {
+            let mut stmt = conn
+                .prepare_cached("SELECT host, last_start_at FROM hosts WHERE last_start_at > ?1")?;
+            let rows = stmt.query_map([now - longest.as_millis() as Millis], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, Millis>(1)?))
+            })?;
+            for row in rows {
+                let (host, at) = row?;
+                if let Some(next) = intervals
+                    .get(&host)
+                    .map(|d| at + d.as_millis() as Millis)
+                    .filter(|&t| t > now)
+                {
+                    spaced = Some(spaced.map_or(next, |s| s.min(next)));
+                }
             }
         }
         let due: Option<Millis> = conn.query_row(
