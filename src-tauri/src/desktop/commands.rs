@@ -895,6 +895,43 @@ mod tests {
             let err = s.apply(Policy::default()).expect_err("out of range");
             assert!(err.contains(want), "{err:?} should mention {want:?}");
         }
+        // Host intervals and services: a bad line or address is named.
+        for (s, want) in [
+            (
+                Settings {
+                    host_intervals: "arxiv.org=3s\n\narxiv.org 3s\n".into(),
+                    ..ok.clone()
+                },
+                "Line 3 of the host intervals must be host=duration",
+            ),
+            (
+                Settings {
+                    host_intervals: "arxiv.org=3h\n".into(),
+                    ..ok.clone()
+                },
+                "Line 1 of the host intervals: give a duration",
+            ),
+            (
+                Settings {
+                    pubmed: "ftp://pubmed.example".into(),
+                    ..ok.clone()
+                },
+                "PubMed must be an http:// or https:// address.",
+            ),
+        ] {
+            let err = s.apply(Policy::default()).expect_err("refused");
+            assert!(err.contains(want), "{err:?} should mention {want:?}");
+        }
+        let applied = Settings {
+            host_intervals: "Example.org=250ms\nexample.net=0s\n".into(),
+            ..ok.clone()
+        }
+        .apply(Policy::default())
+        .expect("applied");
+        assert_eq!(
+            applied.host_intervals.into_iter().collect::<Vec<_>>(),
+            [("example.org".to_string(), Duration::from_millis(250))]
+        );
         // A stored value the panel does not show, out of range, is refused too.
         let stored = Policy {
             max_job_age: Duration::from_secs(u64::MAX / 1000),
@@ -908,7 +945,9 @@ mod tests {
         let sent = serde_json::json!({
             "base_delay_secs": 30, "max_delay_secs": 300, "max_retries": 1e20,
             "jitter_percent": 20, "concurrency": 4, "per_host": 2, "timeout_secs": 30,
-            "keep_binary": true, "keep_raw": false, "notifications": true
+            "keep_binary": true, "keep_raw": false, "notifications": true,
+            "host_intervals": "arxiv.org=3s\n", "doi_resolver": "https://doi.org",
+            "arxiv": "https://arxiv.org", "pubmed": "https://pubmed.ncbi.nlm.nih.gov"
         });
         let s: Settings = serde_json::from_value(sent).expect("numbers deserialize");
         assert!(s.apply(Policy::default()).is_err());
