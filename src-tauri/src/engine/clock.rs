@@ -167,12 +167,17 @@ impl Clock for ManualClock {
     /// Like the system clock's: the wait is measured when the sleep starts and counted on the
     /// boot clock, so a jump of the wall clock neither wakes a sleeper nor holds it longer.
     fn sleep_until(&self, deadline: Millis) -> futures_util::future::BoxFuture<'_, ()> {
+        let offset = self.now_ms() - self.boot_ms();
         let wake_at = self.boot_ms() + (deadline - self.now_ms()).max(0);
         Box::pin(async move {
             loop {
                 // Register interest before reading the time so an advance in between is not lost.
                 let moved = self.moved.notified();
-                if self.boot_ms() >= wake_at {
+                // A jump of the wall clock ends the sleep: the deadline was a wall time, and the
+                // worker's next turn reconciles the queue with the new clock before it sleeps
+                // again. (The system clock has no such signal; there the idle fallback bounds a
+                // deadline computed across a jump.)
+                if self.boot_ms() >= wake_at || self.now_ms() - self.boot_ms() != offset {
                     return;
                 }
                 moved.await;
