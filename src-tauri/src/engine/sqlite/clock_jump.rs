@@ -127,6 +127,12 @@ fn shift_waits(tx: &Transaction<'_>, d: Millis) -> Result<()> {
         "UPDATE hosts SET paused_until = paused_until + ?1 WHERE paused_until IS NOT NULL",
         [d],
     )?;
+    // The last start of a host with an interval: a clock set back would hold the host for as
+    // long as it was set back.
+    tx.execute(
+        "UPDATE hosts SET last_start_at = last_start_at + ?1 WHERE last_start_at IS NOT NULL",
+        [d],
+    )?;
     Ok(())
 }
 
@@ -134,7 +140,7 @@ fn shift_waits(tx: &Transaction<'_>, d: Millis) -> Result<()> {
 mod tests {
     use std::time::Duration;
 
-    use crate::engine::clock::{Clock as _, ManualClock};
+    use crate::engine::clock::{Clock as _, ManualClock, Millis};
     use crate::engine::policy::{Failure, FailureKind, NO_INTERVALS, Policy};
     use crate::engine::queue::{ClaimRequest, Finish, Status};
     use crate::engine::sqlite::Store;
@@ -195,6 +201,46 @@ mod tests {
             "due two seconds after the jump, not an hour"
         );
         assert_eq!(again[0].job_id, job.id);
+    }
+
+    /// A host with an interval started a request just before the clock was set back: its next
+    /// start is still one interval after the last, not an hour later.
+    #[test]
+    fn a_clock_set_back_keeps_a_host_interval_to_its_length() {
+        let clock = ManualClock::new(1_800_000_000_000);
+        let s = Store::open_in_memory().expect("open");
+        s.reconcile_clock(&clock.reading()).expect("first reading");
+        let jobs = [
+            job("https://arxiv.example/1"),
+            job("https://arxiv.example/2"),
+        ];
+        s.enqueue(None, &jobs, 5, clock.now_ms()).expect("enqueue");
+        let intervals: crate::engine::policy::HostIntervals =
+            [("arxiv.example".to_string(), Duration::from_secs(3))]
+                .into_iter()
+                .collect();
+        let claim = |now: Millis| {
+            let request = ClaimRequest {
+                owner: "w",
+                lease: Duration::from_secs(60),
+                per_host: 4,
+                intervals: &intervals,
+                max: 4,
+            };
+            s.step(&mut Vec::new(), &Policy::default(), now, Some(&request))
+                .expect("step")
+                .claimed
+                .len()
+        };
+        assert_eq!(claim(clock.now_ms()), 1);
+        clock.jump_wall(-3_600_000);
+        s.reconcile_clock(&clock.reading()).expect("reconcile");
+        assert_eq!(claim(clock.now_ms() + 2_000), 0, "not before the interval");
+        assert_eq!(
+            claim(clock.now_ms() + 3_000),
+            1,
+            "three seconds, not an hour"
+        );
     }
 
     #[test]
