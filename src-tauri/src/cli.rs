@@ -85,6 +85,10 @@ pub struct PolicyFlags {
     /// refuse it as a fatal failure (false).
     #[arg(long, global = true, value_name = "BOOL")]
     pub keep_other_types: Option<bool>,
+    /// Give a link that is gone (404, 410, no such host) a second chance from the Wayback
+    /// Machine's archived copy (true/false; default false).
+    #[arg(long, global = true, value_name = "BOOL")]
+    pub wayback_fallback: Option<bool>,
     /// Where DOIs are resolved (default https://doi.org).
     #[arg(long, global = true, value_name = "URL")]
     pub doi_resolver: Option<String>,
@@ -349,6 +353,9 @@ impl PolicyFlags {
         }
         if let Some(v) = self.keep_other_types {
             p.keep_binary = v;
+        }
+        if let Some(v) = self.wayback_fallback {
+            p.wayback_fallback = v;
         }
         for (flag, slot) in [
             (&self.doi_resolver, &mut p.services.doi_resolver),

@@ -28,6 +28,15 @@ pub struct Document {
     pub canonical_url: Option<String>,
     pub description: Option<String>,
     pub site_name: Option<String>,
+    /// A scholarly page's `citation_author`s, as written (usually "Family, Given").
+    pub authors: Vec<String>,
+    /// The paper's PDF a landing page names (`citation_pdf_url`, else a PDF
+    /// `<link rel="alternate">`), absolute.
+    pub pdf_url: Option<String>,
+    /// `citation_doi`, as written.
+    pub doi: Option<String>,
+    /// The abstract a landing page states (`citation_abstract`, else its description).
+    pub abstract_text: Option<String>,
     /// Markdown for HTML, plain text for PDF and text types, empty for raw.
     pub text: String,
     pub kind: DocKind,
@@ -88,6 +97,10 @@ impl Document {
             canonical_url: None,
             description: None,
             site_name: None,
+            authors: Vec::new(),
+            pdf_url: None,
+            doi: None,
+            abstract_text: None,
             text: String::new(),
             kind,
         }
@@ -143,6 +156,11 @@ pub fn is_text_mime(mime: &str) -> bool {
             mime.as_str(),
             "application/json" | "application/xml" | "application/javascript"
         )
+}
+
+/// Whether a body is a PDF, by its signature (what a PDF link answers may be a login page).
+pub fn is_pdf(body: &[u8]) -> bool {
+    looks_like_pdf(body)
 }
 
 fn looks_like_pdf(body: &[u8]) -> bool {
@@ -350,6 +368,12 @@ fn extract_html(
     } else {
         Some(meta.citation_authors.join("; "))
     };
+    let abstract_text = meta.citation_abstract.clone().or_else(|| {
+        // A description is an abstract only on a page that says it is a paper.
+        (meta.citation_title.is_some() || !meta.citation_authors.is_empty())
+            .then(|| meta.description.clone())
+            .flatten()
+    });
     let mut dates = meta.citation_dates;
     dates.extend(article.published_time.as_deref().and_then(clean));
     Ok(Document {
@@ -370,6 +394,10 @@ fn extract_html(
             .og_site_name
             .or_else(|| article.site_name.as_deref().and_then(clean))
             .or(meta.journal),
+        authors: meta.citation_authors,
+        pdf_url: meta.pdf_url,
+        doi: meta.doi,
+        abstract_text,
         text,
         kind: DocKind::Html,
     })
@@ -426,6 +454,9 @@ struct PageMeta {
     description: Option<String>,
     language: Option<String>,
     canonical_url: Option<String>,
+    pdf_url: Option<String>,
+    doi: Option<String>,
+    citation_abstract: Option<String>,
 }
 
 impl PageMeta {
@@ -454,6 +485,9 @@ impl PageMeta {
                 "citation_date" => &mut date,
                 "citation_journal_title" | "citation_conference_title" => &mut m.journal,
                 "citation_language" => &mut citation_language,
+                "citation_pdf_url" => &mut m.pdf_url,
+                "citation_doi" => &mut m.doi,
+                "citation_abstract" => &mut m.citation_abstract,
                 "og:title" => &mut m.og_title,
                 "og:site_name" => &mut m.og_site_name,
                 "og:description" => &mut og_desc,
@@ -481,6 +515,26 @@ impl PageMeta {
             .and_then(|n| n.attr("href"))
             .and_then(|href| clean(&href));
         m.canonical_url = canonical.or(og_url).map(|href| resolve(url, &href));
+        let alternate_pdf = || {
+            dom.select("link[rel][type][href]")
+                .nodes()
+                .iter()
+                .find(|n| {
+                    let rel = n.attr("rel").unwrap_or_default();
+                    let kind = n.attr("type").unwrap_or_default();
+                    rel.split_ascii_whitespace()
+                        .any(|t| t.eq_ignore_ascii_case("alternate"))
+                        && kind.trim().eq_ignore_ascii_case("application/pdf")
+                })
+                .and_then(|n| n.attr("href"))
+                .and_then(|href| clean(&href))
+        };
+        m.pdf_url = m
+            .pdf_url
+            .take()
+            .or_else(alternate_pdf)
+            .map(|href| resolve(url, &href))
+            .filter(|u| u.starts_with("http://") || u.starts_with("https://"));
         m
     }
 }

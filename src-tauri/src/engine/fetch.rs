@@ -66,12 +66,23 @@ impl Fetcher {
 
     /// GET `url`, following redirects, and read the whole body within `limits`.
     pub async fn get(&self, url: &str, limits: Limits) -> Result<Fetched, Failure> {
+        self.get_as(url, None, limits).await
+    }
+
+    /// As [`Fetcher::get`], asking for `accept` (content negotiation, as a DOI resolver does
+    /// for CSL-JSON metadata).
+    pub async fn get_as(
+        &self,
+        url: &str,
+        accept: Option<&'static str>,
+        limits: Limits,
+    ) -> Result<Fetched, Failure> {
         let parsed = url::Url::parse(url)
             .map_err(|e| Failure::new(FailureKind::BadUrl, format!("malformed URL: {e}")))?;
         if let Some(reason) = super::intake::unfetchable_host(&parsed) {
             return Err(Failure::new(FailureKind::NoSuchHost, reason));
         }
-        let fut = self.get_inner(parsed, limits);
+        let fut = self.get_inner(parsed, accept, limits);
         // reqwest's own timeout covers connect to last byte; this outer one is belt and braces
         // for anything that might not observe it (a stalled decoder, say).
         match tokio::time::timeout(limits.timeout + Duration::from_secs(1), fut).await {
@@ -83,11 +94,17 @@ impl Fetcher {
         }
     }
 
-    async fn get_inner(&self, url: url::Url, limits: Limits) -> Result<Fetched, Failure> {
-        let response = self
-            .client
-            .get(url)
-            .timeout(limits.timeout)
+    async fn get_inner(
+        &self,
+        url: url::Url,
+        accept: Option<&'static str>,
+        limits: Limits,
+    ) -> Result<Fetched, Failure> {
+        let mut request = self.client.get(url).timeout(limits.timeout);
+        if let Some(accept) = accept {
+            request = request.header(reqwest::header::ACCEPT, accept);
+        }
+        let response = request
             .send()
             .await
             .map_err(|e| failure_from_reqwest(&e, limits))?;

@@ -11,7 +11,7 @@ use super::extract::{self, DocKind, Document, ExtractError};
 use super::fetch::Fetched;
 use super::intake;
 use super::intake::Identifier;
-use super::queue::{Reference, rfc3339};
+use super::queue::{Reference, Stage, rfc3339};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LibraryError {
@@ -55,6 +55,11 @@ pub struct Saved {
     pub title: Option<String>,
     pub sha256: String,
     pub kind: DocKind,
+    /// The job's metadata with what the page said filled in (`citation_*`, the abstract): what
+    /// the next stage starts from.
+    pub reference: Reference,
+    /// The PDF a landing page names.
+    pub pdf_url: Option<String>,
 }
 
 /// Where a body came from, for the document's front matter.
@@ -64,8 +69,12 @@ pub struct Provenance<'a> {
     pub url: &'a str,
     pub host: &'a str,
     pub fetched_at: Millis,
-    /// What a reference file or bookmark said about the job, if it came from one.
+    /// What a reference file or bookmark said about the job, if it came from one, and what
+    /// its earlier stages found.
     pub reference: Option<&'a Reference>,
+    /// The resolution stage that fetched the body: `Pdf` saves a paper (its PDF kept beside
+    /// it, the abstract before its text), `Archived` an archive's copy of a dead link.
+    pub stage: Option<Stage>,
 }
 
 #[derive(Debug, Clone)]
@@ -96,6 +105,9 @@ impl Library {
             fetched.content_type.as_deref(),
             &fetched.final_url,
         )?;
+        let paper = from.stage == Some(Stage::Pdf) && doc.kind == DocKind::Pdf;
+        let archived = from.stage == Some(Stage::Archived);
+        let reference = with_page_meta(from.reference, &doc);
         if doc.kind == DocKind::Raw && !options.keep_binary {
             return Err(LibraryError::Refused {
                 content_type: fetched
@@ -108,16 +120,21 @@ impl Library {
         let dir = self.root.join(safe_segment(from.host));
         // The content hash in the name keeps every version a re-fetch brings: a changed page
         // gets a new file, an unchanged one rewrites its own.
-        let stem = format!(
-            "{}-{}-{}",
-            slug(&fetched.final_url),
-            from.job_id,
-            &sha256[..8]
-        );
+        // An archived copy is named after the link it stands for, not the archive's address.
+        let named_by = if archived {
+            from.url
+        } else {
+            &fetched.final_url
+        };
+        let stem = format!("{}-{}-{}", slug(named_by), from.job_id, &sha256[..8]);
         let path = dir.join(format!("{stem}.md"));
         let mut body = doc.text.clone();
+        if paper && let Some(abstract_text) = &reference.abstract_text {
+            body = format!("## Abstract\n\n{abstract_text}\n\n## Full text\n\n{body}");
+        }
         let mut raw = None;
-        if doc.kind == DocKind::Raw || options.keep_raw {
+        // A paper's PDF is the paper: it is kept whatever `keep_raw` says.
+        if doc.kind == DocKind::Raw || options.keep_raw || paper {
             let ext = match doc.kind {
                 DocKind::Html => "html",
                 DocKind::Pdf => "pdf",
@@ -133,17 +150,44 @@ impl Library {
                 fetched.content_type.as_deref().unwrap_or("unknown type")
             );
         }
+        let full_text = if paper {
+            Some(true)
+        } else if doc.pdf_url.is_some() || Identifier::from_uri(from.url).is_some() {
+            // A landing page: the paper's text is not in it.
+            Some(false)
+        } else {
+            None
+        };
+        let title = if paper {
+            reference.title.clone().or(doc.title.clone())
+        } else {
+            doc.title.clone().or_else(|| reference.title.clone())
+        };
+        let fields = Fields {
+            title: &title,
+            reference: &reference,
+            raw: raw.as_deref(),
+            pdf: if paper { raw.as_deref() } else { None },
+            full_text,
+            archived_at: if archived {
+                reference.archived_at.as_deref()
+            } else {
+                None
+            },
+        };
         let text = format!(
             "{}\n{}",
-            front_matter(from, fetched, &doc, &sha256, raw.as_deref()),
+            front_matter(from, fetched, &doc, &sha256, &fields),
             body
         );
         write_atomic(&dir, &path, text.as_bytes())?;
         Ok(Saved {
             path,
-            title: doc.title,
+            title,
             sha256,
             kind: doc.kind,
+            pdf_url: doc.pdf_url.clone(),
+            reference,
         })
     }
 }
@@ -160,6 +204,64 @@ pub fn read_document(text: &str) -> Option<(serde_json::Map<String, serde_json::
     Some((meta, rest[end + "\n---\n".len()..].trim_start_matches('\n')))
 }
 
+/// The job's metadata with the gaps filled from what the page said: the entry's or the
+/// resolver's own values win, since a bibliography or CSL-JSON is written with more care than a
+/// page's meta tags.
+fn with_page_meta(reference: Option<&Reference>, doc: &Document) -> Reference {
+    let mut r = reference.cloned().unwrap_or_default();
+    if r.title.is_none() && !doc.authors.is_empty() {
+        r.title = doc.title.clone();
+    }
+    if r.authors.is_empty() {
+        r.authors = doc.authors.clone();
+    }
+    if r.issued.is_none() && !doc.authors.is_empty() {
+        r.issued = doc.published.as_deref().and_then(issued_of);
+    }
+    if r.container_title.is_none() && !doc.authors.is_empty() {
+        r.container_title = doc.site_name.clone();
+    }
+    if r.abstract_text.is_none() {
+        r.abstract_text = doc.abstract_text.clone();
+    }
+    if r.doi.is_none() {
+        r.doi = doc.doi.clone();
+    }
+    r
+}
+
+/// `YYYY`, `YYYY-MM` or `YYYY-MM-DD` from a page's date (`2013-07-31T…`, `2013/07/31`).
+fn issued_of(date: &str) -> Option<String> {
+    let parts: Vec<&str> = date
+        .split(['-', '/', 'T', ' '])
+        .take(3)
+        .collect();
+    let year = parts
+        .first()
+        .filter(|y| y.len() == 4 && y.bytes().all(|b| b.is_ascii_digit()))?;
+    let two = |p: Option<&&str>| {
+        p.filter(|v| v.len() == 2 && v.bytes().all(|b| b.is_ascii_digit()))
+            .map(|v| v.to_string())
+    };
+    Some(match (two(parts.get(1)), two(parts.get(2))) {
+        (Some(m), Some(d)) => format!("{year}-{m}-{d}"),
+        (Some(m), None) => format!("{year}-{m}"),
+        _ => year.to_string(),
+    })
+}
+
+/// What the front matter says beyond the page itself.
+struct Fields<'a> {
+    title: &'a Option<String>,
+    reference: &'a Reference,
+    raw: Option<&'a str>,
+    pdf: Option<&'a str>,
+    /// `Some` for a reference or a landing page: whether the text is the paper's.
+    full_text: Option<bool>,
+    /// An archived copy's snapshot time.
+    archived_at: Option<&'a str>,
+}
+
 /// YAML front matter. Values are written as JSON strings, which are valid YAML double-quoted
 /// scalars, so no title or URL can break out of its field.
 fn front_matter(
@@ -167,7 +269,7 @@ fn front_matter(
     fetched: &Fetched,
     doc: &Document,
     sha256: &str,
-    raw: Option<&str>,
+    fields: &Fields<'_>,
 ) -> String {
     let q = |v: &str| serde_json::to_string(v).unwrap_or_else(|_| "\"\"".to_string());
     let opt = |v: &Option<String>| v.as_deref().map_or_else(|| "null".to_string(), q);
@@ -184,14 +286,7 @@ fn front_matter(
             "final_url",
             q(&intake::without_credentials(&fetched.final_url)),
         ),
-        // A page without a title of its own keeps its entry's.
-        (
-            "title",
-            opt(&doc
-                .title
-                .clone()
-                .or_else(|| from.reference.and_then(|r| r.title.clone()))),
-        ),
+        ("title", opt(fields.title)),
         ("byline", opt(&doc.byline)),
         ("published", opt(&doc.published)),
         ("language", opt(&doc.language)),
@@ -202,7 +297,7 @@ fn front_matter(
         ("content_type", opt(&fetched.content_type)),
         ("kind", q(kind)),
         ("sha256", q(sha256)),
-        ("raw", raw.map_or_else(|| "null".to_string(), q)),
+        ("raw", fields.raw.map_or_else(|| "null".to_string(), q)),
         ("job_id", from.job_id.to_string()),
     ] {
         out.push_str(key);
@@ -210,7 +305,7 @@ fn front_matter(
         out.push_str(&value);
         out.push('\n');
     }
-    for (key, value) in reference_fields(from) {
+    for (key, value) in reference_fields(from.url, fields) {
         out.push_str(key);
         out.push_str(": ");
         out.push_str(&value);
@@ -222,20 +317,32 @@ fn front_matter(
 
 /// The fields of a reference (DESIGN.md): its identifier, and what its entry said. Keys that do
 /// not apply are left out, so a plain page's front matter is as before.
-fn reference_fields(from: &Provenance<'_>) -> Vec<(&'static str, String)> {
+fn reference_fields(url: &str, fields: &Fields<'_>) -> Vec<(&'static str, String)> {
     let q = |v: &str| serde_json::to_string(v).unwrap_or_else(|_| "\"\"".to_string());
     let list = |v: &[String]| serde_json::to_string(v).unwrap_or_else(|_| "[]".to_string());
     let mut out = Vec::new();
-    match Identifier::from_uri(from.url) {
+    let r = fields.reference;
+    match Identifier::from_uri(url) {
         Some(Identifier::Doi(d)) => out.push(("doi", q(&d))),
         Some(Identifier::Arxiv(a)) => out.push(("arxiv", q(&a))),
         Some(Identifier::Pmid(p)) => out.push(("pmid", q(&p))),
         Some(Identifier::Pmcid(p)) => out.push(("pmcid", q(&p))),
-        None => {}
+        None => {
+            if let Some(d) = &r.doi {
+                out.push(("doi", q(d)));
+            }
+        }
     }
-    let Some(r) = from.reference else {
-        return out;
-    };
+    if let Some(pdf) = fields.pdf {
+        out.push(("pdf", q(pdf)));
+    }
+    if let Some(full) = fields.full_text {
+        out.push(("full_text", full.to_string()));
+    }
+    if let Some(at) = fields.archived_at {
+        out.push(("archived_copy", "true".to_string()));
+        out.push(("archived_at", q(at)));
+    }
     if !r.authors.is_empty() {
         out.push(("authors", list(&r.authors)));
     }
@@ -476,6 +583,7 @@ mod tests {
             host: "news.example",
             fetched_at: 1_700_000_000_000,
             reference: None,
+            stage: None,
         }
     }
 
@@ -519,6 +627,7 @@ mod tests {
             issued: Some("2013-07-31".into()),
             container_title: Some("Nature".into()),
             tags: vec!["thesis".into(), "quantum \"sensing\"".into()],
+            ..Reference::default()
         };
         let of_doi = Provenance {
             url: "doi:10.1038/nature12373",

@@ -171,6 +171,38 @@ fn item_of(value: Value, index: usize) -> Item {
     }
 }
 
+/// The metadata a DOI resolver answers with (one CSL-JSON object, as Crossref and DataCite
+/// send it), and its abstract as plain text; `None` if the body is no such object.
+pub fn resolver_metadata(body: &[u8]) -> Option<(Entry, Option<String>)> {
+    let Value::Object(item) = serde_json::from_slice::<Value>(body).ok()? else {
+        return None;
+    };
+    let abstract_text = item
+        .get("abstract")
+        .and_then(Value::as_str)
+        .map(without_tags)
+        .filter(|a| !a.is_empty());
+    Some((entry_of(&item), abstract_text))
+}
+
+/// Text without any markup: Crossref's abstracts are JATS (`<jats:p>…</jats:p>`).
+fn without_tags(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_tag = false;
+    for c in text.chars() {
+        match c {
+            '<' => {
+                in_tag = true;
+                out.push(' ');
+            }
+            '>' if in_tag => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// A CSL item as an [`Entry`]. A field of the wrong JSON type is passed over.
 fn entry_of(item: &Map<String, Value>) -> Entry {
     let text = |name: &str| item.get(name).filter(|v| v.is_string()).and_then(as_text);

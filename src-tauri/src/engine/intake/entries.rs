@@ -57,6 +57,7 @@ fn entry_found(entry: Entry, source: EntrySource) -> Found {
         },
         container_title: entry.container_title,
         tags: entry.tags,
+        ..Reference::default()
     });
     match target {
         Some(Target::Id(id)) => with_reference(identifier_found(&name, &id), reference),

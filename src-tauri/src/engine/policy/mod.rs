@@ -225,6 +225,9 @@ pub struct Policy {
     pub keep_binary: bool,
     /// Where DOIs, arXiv and PubMed ids are resolved.
     pub services: Services,
+    /// A link that is gone (404, 410, no such host) asks the Wayback Machine for an archived
+    /// copy before it dies. Opt-in: it sends the link to a third party.
+    pub wayback_fallback: bool,
     /// The least time between two requests to a host, across every process.
     #[serde(with = "intervals")]
     pub host_intervals: HostIntervals,
@@ -283,6 +286,7 @@ impl Default for Policy {
             keep_raw: false,
             keep_binary: true,
             services: Services::default(),
+            wayback_fallback: false,
             host_intervals: default_intervals(),
         }
     }

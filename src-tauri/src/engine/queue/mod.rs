@@ -24,8 +24,8 @@ mod types;
 pub use error::{QueueError, Result};
 pub use types::{
     ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, HostCount,
-    HostState, Job, JobFilter, Liveness, NewJob, OfflineState, PausedHost, Reference, Settled,
-    StallKind, StallState, Stats, Status, Step, Success, rfc3339,
+    HostState, Job, JobFilter, Liveness, NewJob, Next, OfflineState, PausedHost, Reference,
+    Settled, Stage, StallKind, StallState, Stats, Status, Step, Success, rfc3339,
 };
 
 /// Wake-ups from other processes last as long as this is kept (see [`Queue::subscribe`]).

@@ -42,6 +42,58 @@ impl Status {
     }
 }
 
+/// A stage of a reference's resolution (DESIGN.md, "References in, papers out"). Each stage
+/// is an attempt of its own, under the same classification, budgets and host pauses. A job
+/// with no stage runs its first request: its own address, or its identifier's service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stage {
+    /// A DOI's metadata: the resolver asked for CSL-JSON.
+    Csl,
+    /// The landing page: `citation_*` metadata, the abstract, and a link to the PDF.
+    Landing,
+    /// The paper's PDF, whose text becomes the document.
+    Pdf,
+    /// A dead link's closest snapshot, asked of the Wayback Machine's availability API.
+    Wayback,
+    /// The snapshot itself, its raw copy (`id_`).
+    Archived,
+}
+
+impl Stage {
+    pub const ALL: [Stage; 5] = [
+        Stage::Csl,
+        Stage::Landing,
+        Stage::Pdf,
+        Stage::Wayback,
+        Stage::Archived,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Csl => "csl",
+            Stage::Landing => "landing",
+            Stage::Pdf => "pdf",
+            Stage::Wayback => "wayback",
+            Stage::Archived => "archived",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// The stage of a job's first request: a DOI asks its resolver for metadata first, an
+    /// arXiv or PubMed id starts at its landing page, a plain link is a page (no stage).
+    pub fn initial(url: &str) -> Option<Stage> {
+        match url.split_once(':').map(|(scheme, _)| scheme) {
+            Some("doi") => Some(Stage::Csl),
+            Some("arxiv" | "pmid" | "pmcid") => Some(Stage::Landing),
+            _ => None,
+        }
+    }
+}
+
 /// A job as stored, with times in unix ms. Serializes to the design's JSON job object.
 #[derive(Debug, Clone, Serialize)]
 pub struct Job {
@@ -76,6 +128,9 @@ pub struct Job {
     pub finished_at: Option<Millis>,
     /// What the reference file or bookmark said about it; null for a plain link.
     pub reference: Option<Reference>,
+    /// The resolution stage its next (or, once done, its last) attempt runs; null for a
+    /// job's first request. `archived` on a done job: it is the archive's copy.
+    pub stage: Option<Stage>,
     #[serde(skip)]
     pub run_at: Millis,
     #[serde(skip)]
@@ -97,6 +152,8 @@ pub struct Attempt {
     pub error: Option<String>,
     pub delay_ms: Option<i64>,
     pub worker: Option<String>,
+    /// The resolution stage the attempt ran; null for a job's first request.
+    pub stage: Option<Stage>,
 }
 
 /// What the worker holds while a job is in flight.
@@ -112,8 +169,12 @@ pub struct Claimed {
     /// The host was held below the per-host limit after a rate limit when the job started:
     /// its success counts towards winning a connection back.
     pub throttled: bool,
-    /// What a reference file or bookmark said about the job, for its document.
+    /// What a reference file or bookmark said about the job, for its document, and what its
+    /// earlier stages found.
     pub reference: Option<Box<Reference>>,
+    /// The stage this attempt runs, and its address; `None` for the job's first request.
+    pub stage: Option<Stage>,
+    pub target: Option<String>,
 }
 
 /// How a claimed job's attempt ended, for [`Queue::step`].
@@ -131,6 +192,29 @@ pub enum Finish {
     /// Fetched, but this machine could not keep it (disk full, library unwritable): nobody's
     /// fault on the web, so the job goes back with its budget untouched.
     Local(Failure),
+    /// A stage is done, and the job goes on to the next one, due now.
+    Next(Box<Next>),
+    /// The last stage failed for good, and the job is done with what an earlier stage saved
+    /// (a landing page whose PDF could not be had). The attempt is recorded as that failure.
+    Kept(Failure),
+}
+
+/// A stage finished and what comes next, for [`Finish::Next`].
+#[derive(Debug, Clone)]
+pub struct Next {
+    pub stage: Stage,
+    /// The next stage's address, and the host whose lane, pauses and limits it waits in.
+    pub target: String,
+    pub host: String,
+    /// The attempt's HTTP status.
+    pub http_status: Option<u16>,
+    /// The failure that sent the job on (a dead link going to the archive); `None` when the
+    /// stage succeeded.
+    pub failure: Option<Failure>,
+    /// The job's metadata as this stage left it, replacing what was stored.
+    pub reference: Option<Box<Reference>>,
+    /// The document this stage saved (a landing page), so the job has one whatever comes next.
+    pub saved: Option<Success>,
 }
 
 /// A finished job as committed by [`Queue::step`].
@@ -207,6 +291,22 @@ pub struct Reference {
     pub container_title: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// The abstract, as plain text: from CSL-JSON metadata or the landing page, kept when the
+    /// PDF's text becomes the document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abstract_text: Option<String>,
+    /// A DOI the metadata named (a landing page's `citation_doi`), for a job that is not a DOI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub doi: Option<String>,
+    /// Why the live link failed, for a job sent to the archive: its error if no copy exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead_link: Option<String>,
+    /// The archived copy's time (RFC 3339), once the archive named a snapshot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archived_at: Option<String>,
+    /// The landing page the PDF was named by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landing_url: Option<String>,
 }
 
 impl Reference {
@@ -246,6 +346,9 @@ pub struct Success {
     pub document: Option<String>,
     pub content_type: Option<String>,
     pub sha256: Option<String>,
+    /// The job's metadata as the page filled it in, replacing what was stored; `None` leaves
+    /// it (a plain page).
+    pub reference: Option<Box<Reference>>,
 }
 
 /// A failed attempt after its transaction committed: the row as stored and why.

@@ -16,12 +16,13 @@ pub(super) const DEAD_JOBS_SQL: &str = "SELECT id FROM jobs WHERE status = 'dead
 pub(super) fn revive(tx: &Transaction<'_>, id: i64, max_retries: u32, now: Millis) -> Result<()> {
     // A done job's success is kept in its row (migration 0014), which is about to be reset.
     tx.execute(
-        "INSERT INTO attempt_log (job_id, number, started_at, finished_at, outcome, http_status, worker) \
-         SELECT id, attempts, attempt_started_at, finished_at, 'success', http_status, finished_by \
+        "INSERT INTO attempt_log (job_id, number, started_at, finished_at, outcome, http_status, worker, stage) \
+         SELECT id, attempts, attempt_started_at, finished_at, 'success', http_status, finished_by, stage \
          FROM jobs WHERE id = ?1 AND status = 'done' AND attempt_started_at IS NOT NULL",
         [id],
     )?;
-    // The last error goes too: it was the verdict on the old budget ("…; retry budget of 2
+    // A reference starts over from its first request, at the host it was queued under. The
+    // last error goes too: it was the verdict on the old budget ("…; retry budget of 2
     // spent"), and on a job queued again it reads as if the job had died again. The attempt
     // history keeps every failure.
     tx.execute(
@@ -29,7 +30,8 @@ pub(super) fn revive(tx: &Transaction<'_>, id: i64, max_retries: u32, now: Milli
              server_failures = 0, rate_limits = 0, blocked_failures = 0, budget_started_at = ?2, updated_at = ?2, \
              finished_at = NULL, dead_notified = 0, lease_owner = NULL, lease_until = NULL, \
              error_class = NULL, error = NULL, http_status = NULL, attempt_started_at = NULL, \
-             finished_by = NULL \
+             finished_by = NULL, stage = NULL, target = NULL, \
+             host = coalesce(origin_host, host), origin_host = NULL \
          WHERE id = ?1",
         params![id, now, max_retries],
     )?;

@@ -8,7 +8,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use crate::engine::clock::Millis;
 
 use super::lanes::{LANE_ADVANCE, Lane, LaneCursor, LaneKey, LaneKeys};
-use crate::engine::queue::{ClaimRequest, Claimed, Result};
+use crate::engine::queue::{ClaimRequest, Claimed, Result, Stage};
 
 /// The claim's reads, in the order [`claim_many`] uses them. Each is a seek or an ordered walk
 /// of an index; a unit test checks that none of them sorts (no temp B-tree).
@@ -198,9 +198,15 @@ fn claim_job(
     if changed != 1 {
         return Ok(None);
     }
-    let (url, attempt, meta): (String, u32, Option<String>) = tx
-        .prepare_cached("SELECT url, attempts, meta FROM jobs WHERE id = ?1")?
-        .query_row([job_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    let (url, attempt, meta, stage, target): (String, u32, Option<String>, Option<String>, _) = tx
+        .prepare_cached("SELECT url, attempts, meta, stage, target FROM jobs WHERE id = ?1")?
+        .query_row([job_id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })?;
+    let stage = stage
+        .as_deref()
+        .and_then(Stage::parse)
+        .or_else(|| Stage::initial(&url));
     Ok(Some(Claimed {
         job_id,
         url,
@@ -211,6 +217,8 @@ fn claim_job(
         throttled: false,
         // A plain link has none, and costs no parsing.
         reference: meta.and_then(|m| serde_json::from_str(&m).ok()),
+        stage,
+        target,
     }))
 }
 

@@ -45,6 +45,9 @@ pub fn migrations() -> Migrations<'static> {
             "../../../migrations/0016_reference_metadata.sql"
         )),
         M::up(include_str!("../../../migrations/0017_host_intervals.sql")),
+        M::up(include_str!(
+            "../../../migrations/0018_resolution_stages.sql"
+        )),
     ])
 }
 
@@ -148,7 +151,7 @@ mod tests {
         let v: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .expect("version");
-        assert_eq!(v, 17, "brought up to the latest version");
+        assert_eq!(v, 18, "brought up to the latest version");
         let (url, notified): (String, i64) = conn
             .query_row("SELECT url, dead_notified FROM jobs", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))

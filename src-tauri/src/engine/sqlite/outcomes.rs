@@ -11,8 +11,8 @@ use super::claim::claim_many;
 use super::hosts::queue_paused;
 use super::rows::{JOB_COLUMNS, job_from_row, kind_str, load_job, status_of};
 use crate::engine::queue::{
-    ClaimRequest, Claimed, Failed, Finish, Job, Liveness, QueueError, Result, Settled, Step,
-    Success,
+    ClaimRequest, Claimed, Failed, Finish, Job, Liveness, Next, QueueError, Result, Settled, Stage,
+    Step, Success,
 };
 
 /// Record a success, if the job is still this worker's. The row keeps the attempt: when it
@@ -20,13 +20,31 @@ use crate::engine::queue::{
 const COMPLETE_SQL: &str = "UPDATE jobs SET status = 'done', lease_owner = NULL, \
          finished_by = lease_owner, lease_until = NULL, final_url = ?3, http_status = ?4, \
          title = coalesce(?5, title), document = ?6, content_type = ?7, sha256 = ?8, error_class = NULL, \
-         error = NULL, updated_at = ?9, finished_at = ?9 \
+         error = NULL, updated_at = ?9, finished_at = ?9, stage = ?11, meta = coalesce(?12, meta) \
      WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?10";
 
 /// Write an attempt's history row when it ends.
 const END_ATTEMPT_SQL: &str = "INSERT INTO attempt_log (job_id, number, started_at, finished_at, \
-         outcome, kind, http_status, error, delay_ms, worker) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+         outcome, kind, http_status, error, delay_ms, worker, stage) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+
+/// A stage done: the job goes on to the next one, due now, in the lane of the next request's
+/// host. Setting `run_at` and `host` fires the lane trigger (migration 0012).
+const NEXT_STAGE_SQL: &str = "UPDATE jobs SET status = 'pending', run_at = ?3, stage = ?4, \
+         target = ?5, origin_host = coalesce(origin_host, host), host = ?6, \
+         meta = coalesce(?7, meta), title = coalesce(?8, title), document = coalesce(?9, document), \
+         final_url = coalesce(?10, final_url), content_type = coalesce(?11, content_type), \
+         sha256 = coalesce(?12, sha256), error_class = ?13, error = ?14, http_status = ?15, \
+         lease_owner = NULL, lease_until = NULL, updated_at = ?3, attempt_started_at = NULL \
+     WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?16";
+
+/// Done with what an earlier stage saved: the attempt is in `attempt_log` as the failure it
+/// was, so the row does not repeat it as a success.
+const KEPT_SQL: &str = "UPDATE jobs SET status = 'done', lease_owner = NULL, \
+         finished_by = lease_owner, lease_until = NULL, error_class = NULL, error = NULL, \
+         updated_at = ?3, finished_at = ?3, attempt_started_at = NULL \
+     WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?4 \
+       AND document IS NOT NULL";
 
 /// Record a success if the job is still this worker's; whether it was.
 fn complete_in(
@@ -46,7 +64,12 @@ fn complete_in(
         success.content_type,
         success.sha256,
         now,
-        claimed.attempt
+        claimed.attempt,
+        claimed.stage.map(Stage::as_str),
+        success
+            .reference
+            .as_ref()
+            .and_then(|r| serde_json::to_string(r).ok())
     ])?;
     let done = changed == 1;
     // The done row is also the attempt's history (migration 0014); a result that came too
@@ -64,6 +87,72 @@ fn complete_in(
         record_host_success(tx, &claimed.host, policy.per_host)?;
     }
     Ok(done)
+}
+
+/// Move a job on to its next stage, if it is still this worker's; whether it was.
+fn next_in(tx: &Transaction<'_>, claimed: &Claimed, next: &Next, now: Millis) -> Result<bool> {
+    // Plain strings and lists: encoding cannot fail.
+    let meta = next
+        .reference
+        .as_ref()
+        .and_then(|r| serde_json::to_string(r).ok());
+    let saved = next.saved.as_ref();
+    let failure = next.failure.as_ref();
+    let changed = tx.prepare_cached(NEXT_STAGE_SQL)?.execute(params![
+        claimed.job_id,
+        claimed.owner,
+        now,
+        next.stage.as_str(),
+        next.target,
+        next.host,
+        meta,
+        saved.and_then(|s| s.title.as_deref()),
+        saved.and_then(|s| s.document.as_deref()),
+        saved.map(|s| s.final_url.as_str()),
+        saved.and_then(|s| s.content_type.as_deref()),
+        saved.and_then(|s| s.sha256.as_deref()),
+        // A job gone on is not failing: its note says why, but it has no error class.
+        None::<&str>,
+        failure.map(|f| f.message.as_str()),
+        next.http_status,
+        claimed.attempt
+    ])?;
+    let outcome = failure.map_or("success", |f| f.class().as_str());
+    let end = AttemptEnd {
+        outcome,
+        kind: failure.map(|f| f.kind),
+        http_status: next.http_status,
+        error: failure.map(|f| f.message.as_str()),
+        delay_ms: Some(0),
+    };
+    end_attempt(tx, &AttemptRef::from(claimed), now, &end, changed == 0)?;
+    Ok(changed == 1)
+}
+
+/// End a job `done` with the document an earlier stage saved, the attempt recorded as the
+/// failure it was; whether the job was still this worker's.
+fn kept_in(
+    tx: &Transaction<'_>,
+    claimed: &Claimed,
+    failure: &Failure,
+    now: Millis,
+) -> Result<bool> {
+    let changed = tx.prepare_cached(KEPT_SQL)?.execute(params![
+        claimed.job_id,
+        claimed.owner,
+        now,
+        claimed.attempt
+    ])?;
+    let error = format!("{}; the landing page is kept", failure.message);
+    let end = AttemptEnd {
+        outcome: failure.class().as_str(),
+        kind: Some(failure.kind),
+        http_status: failure.http_status,
+        error: Some(&error),
+        delay_ms: None,
+    };
+    end_attempt(tx, &AttemptRef::from(claimed), now, &end, changed == 0)?;
+    Ok(changed == 1)
 }
 
 /// Why an attempt's job goes back to pending with its budget untouched.
@@ -172,6 +261,28 @@ fn fail_in(
     Ok(Some(failed))
 }
 
+/// Whether this failure would end the job dead: its decision under the budget in force.
+fn would_die(
+    tx: &Transaction<'_>,
+    claimed: &Claimed,
+    failure: &Failure,
+    policy: &Policy,
+    now: Millis,
+    unit: f64,
+) -> Result<bool> {
+    let Some(job) = load_job(tx, claimed.job_id)? else {
+        return Ok(false);
+    };
+    let counters = Counters {
+        max_retries: policy.max_retries,
+        ..job.counters
+    };
+    Ok(matches!(
+        policy::decide(policy, &counters, failure, now, unit),
+        Decision::Dead { .. }
+    ))
+}
+
 /// Take batches with nothing left to do out of the rotation, so the claim does not walk them.
 fn close_finished_batches(tx: &Transaction<'_>) -> Result<()> {
     tx.execute(
@@ -207,6 +318,7 @@ struct AttemptRef<'a> {
     number: u32,
     started_at: Millis,
     worker: Option<&'a str>,
+    stage: Option<Stage>,
 }
 
 impl<'a> From<&'a Claimed> for AttemptRef<'a> {
@@ -216,6 +328,7 @@ impl<'a> From<&'a Claimed> for AttemptRef<'a> {
             number: c.attempt,
             started_at: c.started_at,
             worker: Some(&c.owner),
+            stage: c.stage,
         }
     }
 }
@@ -276,7 +389,8 @@ fn end_attempt(
         end.http_status,
         end.error,
         end.delay_ms,
-        at.worker
+        at.worker,
+        at.stage.map(Stage::as_str)
     ])?;
     Ok(())
 }
@@ -408,9 +522,34 @@ impl Store {
                             Settled::Discarded
                         }
                     }
+                    // A PDF whose budget is spent leaves the job done with its landing page.
+                    Finish::Failure { failure, unit }
+                        if claimed.stage == Some(Stage::Pdf)
+                            && would_die(tx, claimed, failure, policy, now, *unit)? =>
+                    {
+                        if kept_in(tx, claimed, failure, now)? {
+                            Settled::Done
+                        } else {
+                            Settled::Discarded
+                        }
+                    }
                     Finish::Failure { failure, unit } => {
                         fail_in(tx, claimed, failure, policy, now, *unit)?
                             .map_or(Settled::Discarded, Settled::Failed)
+                    }
+                    Finish::Next(next) => {
+                        if next_in(tx, claimed, next, now)? {
+                            Settled::Done
+                        } else {
+                            Settled::Discarded
+                        }
+                    }
+                    Finish::Kept(failure) => {
+                        if kept_in(tx, claimed, failure, now)? {
+                            Settled::Done
+                        } else {
+                            Settled::Discarded
+                        }
                     }
                     Finish::Offline(failure) => {
                         put_back_in(tx, claimed, failure, now, PutBack::Offline)?
@@ -475,9 +614,9 @@ impl Store {
                 .query_map([], |r| {
                     Ok((
                         job_from_row(r)?,
-                        r.get::<_, Option<String>>(25)?,
-                        r.get::<_, Option<Millis>>(26)?,
-                        r.get::<_, Millis>(27)?,
+                        r.get::<_, Option<String>>(26)?,
+                        r.get::<_, Option<Millis>>(27)?,
+                        r.get::<_, Millis>(28)?,
                     ))
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -498,6 +637,7 @@ impl Store {
                     number: job.attempts,
                     started_at,
                     worker: owner.as_deref(),
+                    stage: job.stage.or_else(|| Stage::initial(&job.url)),
                 };
                 let failure = Failure::new(
                     FailureKind::Interrupted,
@@ -567,6 +707,7 @@ mod tests {
             document: None,
             content_type: None,
             sha256: None,
+            reference: None,
         };
         let step = s
             .step(

@@ -9,16 +9,16 @@ use super::Store;
 use super::hosts::{offline_state, queue_paused};
 use super::rows::{JOB_COLUMNS, job_from_row, load_job};
 use crate::engine::queue::{
-    Attempt, BatchInfo, HostCount, Job, JobFilter, PausedHost, Result, Stats, Status,
+    Attempt, BatchInfo, HostCount, Job, JobFilter, PausedHost, Result, Stage, Stats, Status,
 };
 
 /// A job's attempts: the finished ones (the `attempts` view, migration 0014), then the one in
 /// flight, which lives on the running job's row.
 const HISTORY_SQL: &str = "SELECT * FROM (SELECT number, started_at, finished_at, outcome, kind, \
-         http_status, error, delay_ms, worker, id FROM attempts WHERE job_id = ?1 \
+         http_status, error, delay_ms, worker, stage, id FROM attempts WHERE job_id = ?1 \
      UNION ALL \
      SELECT attempts, coalesce(attempt_started_at, updated_at), NULL, NULL, NULL, NULL, \
-         NULL, NULL, lease_owner, NULL FROM jobs WHERE id = ?1 AND status = 'running') \
+         NULL, NULL, lease_owner, stage, NULL FROM jobs WHERE id = ?1 AND status = 'running') \
      ORDER BY number, id IS NULL, id";
 
 /// Reads by status. Finished jobs have an index of their own (`jobs_done`), running ones are
@@ -159,6 +159,10 @@ impl Store {
                     error: r.get(6)?,
                     delay_ms: r.get(7)?,
                     worker: r.get(8)?,
+                    stage: r
+                        .get::<_, Option<String>>(9)?
+                        .as_deref()
+                        .and_then(Stage::parse),
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;

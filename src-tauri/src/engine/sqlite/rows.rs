@@ -5,12 +5,13 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction};
 use crate::engine::clock::Millis;
 use crate::engine::policy::{Counters, ErrorClass, FailureKind};
 
-use crate::engine::queue::{Job, Result, Status};
+use crate::engine::queue::{Job, Result, Stage, Status};
 
+/// The columns [`job_from_row`] reads, in its order; a query that selects more puts them after.
 pub(super) const JOB_COLUMNS: &str = "j.id, j.url, j.final_url, j.host, j.status, j.attempts, j.max_retries, \
      j.run_at, j.error_class, j.error, j.http_status, j.title, j.document, j.content_type, \
      j.batch_id, b.name, j.created_at, j.updated_at, j.finished_at, j.net_failures, \
-     j.server_failures, j.rate_limits, j.budget_started_at, j.blocked_failures, j.meta";
+     j.server_failures, j.rate_limits, j.budget_started_at, j.blocked_failures, j.meta, j.stage";
 
 pub(super) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
     let status_text: String = row.get(4)?;
@@ -34,7 +35,9 @@ pub(super) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
         retries_used: (net + server).saturating_sub(u32::from(
             status == Status::Dead && class.as_deref() == Some("transient"),
         )),
-        retry_after: (status == Status::Pending && attempts > 0).then_some(run_at),
+        // A job gone on to its next stage has not failed: it waits for nothing but its turn.
+        retry_after: (status == Status::Pending && attempts > 0 && class.is_some())
+            .then_some(run_at),
         error_class: class.as_deref().and_then(ErrorClass::parse),
         error: row.get(9)?,
         http_status: row.get(10)?,
@@ -50,6 +53,10 @@ pub(super) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
         reference: row
             .get::<_, Option<String>>(24)?
             .and_then(|m| serde_json::from_str(&m).ok()),
+        stage: row
+            .get::<_, Option<String>>(25)?
+            .as_deref()
+            .and_then(Stage::parse),
         run_at,
         counters: Counters {
             attempts,

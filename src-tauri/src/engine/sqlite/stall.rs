@@ -85,6 +85,8 @@ impl Store {
                         owner: owner.to_string(),
                         throttled: false,
                         reference: None,
+                        stage: None,
+                        target: None,
                     })
                 })?
                 .collect::<rusqlite::Result<_>>()?;

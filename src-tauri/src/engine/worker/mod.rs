@@ -15,17 +15,17 @@ use tokio::sync::{Notify, broadcast, watch};
 use tokio::task::JoinSet;
 
 use super::clock::{Millis, SharedClock};
-use super::extract::ExtractError;
-use super::fetch::{Fetcher, Limits};
-use super::intake::Identifier;
-use super::library::{Library, LibraryError, Provenance, SaveOptions};
+use super::extract::{self, ExtractError};
+use super::fetch::{Fetched, Fetcher, Limits};
+use super::library::{Library, LibraryError, Provenance, SaveOptions, Saved};
 use super::policy::{self, Decision, Failure, FailureKind, Policy};
 use super::queue::{
-    ClaimRequest, Claimed, Failed, Finish, Liveness, OfflineState, Queue, QueueError, Settled,
-    StallState, Status, Subscription, Success,
+    ClaimRequest, Claimed, Failed, Finish, Liveness, Next, OfflineState, Queue, QueueError,
+    Settled, Stage, StallState, Status, Subscription, Success,
 };
 
 mod owners;
+mod resolve;
 mod stall;
 
 pub use owners::liveness;
@@ -488,9 +488,13 @@ impl Worker {
             let reached = finished.iter().any(|(_, f)| match f {
                 // A page fetched but not saved still came from a server.
                 Finish::Success(_) | Finish::Local(_) => true,
-                Finish::Failure { failure, .. } | Finish::Offline(failure) => {
-                    !failure.kind.suggests_offline()
-                }
+                Finish::Failure { failure, .. }
+                | Finish::Offline(failure)
+                | Finish::Kept(failure) => !failure.kind.suggests_offline(),
+                Finish::Next(next) => next
+                    .failure
+                    .as_ref()
+                    .is_none_or(|f| !f.kind.suggests_offline()),
             });
             if reached {
                 net.streak.clear();
@@ -579,6 +583,39 @@ impl Worker {
     }
 
     fn report(&self, claimed: &Claimed, finish: &Finish, settled: &Settled) -> Outcome {
+        match (settled, finish) {
+            (Settled::Done, Finish::Next(next)) => {
+                let how = match &next.failure {
+                    Some(f) => f.message.clone(),
+                    None => next
+                        .http_status
+                        .map_or_else(|| "done".to_string(), |s| s.to_string()),
+                };
+                tracing::info!(
+                    job = claimed.job_id,
+                    "GET {} ({}): {how}; next: {} (attempt {}).",
+                    redacted(&claimed.url),
+                    claimed.stage.map_or("page", Stage::as_str),
+                    next.stage.as_str(),
+                    claimed.attempt
+                );
+                self.emit(claimed.job_id, Status::Pending);
+                return Outcome::Advanced;
+            }
+            (Settled::Done, Finish::Kept(failure) | Finish::Failure { failure, .. }) => {
+                tracing::warn!(
+                    job = claimed.job_id,
+                    "GET {} ({}) failed: {}. Done with the landing page, without the paper's full text (attempt {}).",
+                    redacted(&claimed.url),
+                    claimed.stage.map_or("page", Stage::as_str),
+                    failure.message,
+                    claimed.attempt
+                );
+                self.emit(claimed.job_id, Status::Done);
+                return Outcome::Done;
+            }
+            _ => {}
+        }
         match settled {
             Settled::Done => {
                 // What the transaction committed: the claim's attempt and this success (only a
@@ -635,9 +672,15 @@ impl Worker {
                         "GET {} finished, but the job was cancelled or taken over meanwhile; result discarded.",
                         redacted(&claimed.url)
                     ),
+                    Finish::Next(_) => tracing::info!(
+                        job = claimed.job_id,
+                        "GET {} finished its stage, but the job was cancelled or taken over meanwhile.",
+                        redacted(&claimed.url)
+                    ),
                     Finish::Failure { failure, .. }
                     | Finish::Offline(failure)
-                    | Finish::Local(failure) => tracing::info!(
+                    | Finish::Local(failure)
+                    | Finish::Kept(failure) => tracing::info!(
                         job = claimed.job_id,
                         "GET {} failed: {}, but the job was cancelled or taken over meanwhile.",
                         redacted(&claimed.url),
@@ -663,108 +706,160 @@ impl Worker {
         Ok(recovered.len())
     }
 
-    /// Fetch and save one claimed job. Nothing is committed here: the outcome goes into the
-    /// loop's next group commit.
+    /// Fetch and save one claimed job's attempt. Nothing is committed here: the outcome goes
+    /// into the loop's next group commit.
     async fn process(self: Arc<Self>, claimed: Claimed, policy: Arc<Policy>) -> (Claimed, Finish) {
+        let finish = self.attempt(&claimed, &policy).await;
+        (claimed, finish)
+    }
+
+    /// One request of a job, at the address its stage names, and where that leaves the job.
+    async fn attempt(&self, claimed: &Claimed, policy: &Arc<Policy>) -> Finish {
         let limits = Limits {
             timeout: policy.timeout,
             max_body: policy.max_body,
         };
-        // A reference (`doi:…`) is fetched at its service; the job keeps the identifier.
-        let reference = Identifier::from_uri(&claimed.url);
-        let address = reference
-            .as_ref()
-            .map_or_else(|| claimed.url.clone(), |id| id.first_url(&policy.services));
-        let failure = match self.fetcher.get(&address, limits).await {
-            Ok(fetched) => {
-                let library = self.library.clone();
-                let (id, url) = (claimed.job_id, claimed.url.clone());
-                let reference_meta = claimed.reference.clone();
-                // A reference is filed under the site it resolved to, not the resolver.
-                let host = match reference {
-                    Some(_) => url::Url::parse(&fetched.final_url)
-                        .ok()
-                        .and_then(|u| u.host_str().map(str::to_string))
-                        .unwrap_or_else(|| claimed.host.clone()),
-                    None => claimed.host.clone(),
-                };
-                let fetched_at = self.clock.now_ms();
-                let options = SaveOptions {
-                    keep_raw: policy.keep_raw,
-                    keep_binary: policy.keep_binary,
-                };
-                // The permit is only ever refused if the semaphore is closed, which it never is.
-                let permit = if fetched.body.len() > BIG_BODY_BYTES {
-                    self.big_saves.clone().acquire_owned().await.ok()
-                } else {
-                    None
-                };
-                // Extraction, hashing and writing can take a while for big bodies: keep them
-                // off the async runtime so other fetches keep flowing.
-                let saved = tokio::task::spawn_blocking(move || {
-                    let _one_big_body_at_a_time = permit;
-                    let from = Provenance {
-                        job_id: id,
-                        url: &url,
-                        host: &host,
-                        fetched_at,
-                        reference: reference_meta.as_deref(),
-                    };
-                    library.save(&from, &fetched, options).map(|s| (s, fetched))
-                })
-                .await;
-                let saved = match saved {
-                    Ok(saved) => saved,
-                    Err(e) => {
-                        let failure = Failure::new(
-                            FailureKind::Unknown,
-                            format!("Gleaner failed while saving the page: {e}"),
-                        );
-                        let unit: f64 = rand::rng().random_range(-1.0..=1.0);
-                        return (claimed, Finish::Failure { failure, unit });
-                    }
-                };
-                match saved {
-                    Ok((saved, fetched)) => {
-                        let success = Success {
-                            http_status: fetched.status,
-                            final_url: fetched.final_url,
-                            title: saved.title,
-                            document: Some(saved.path.to_string_lossy().into_owned()),
-                            content_type: fetched.content_type,
-                            sha256: Some(saved.sha256),
-                        };
-                        return (claimed, Finish::Success(success));
-                    }
-                    Err(LibraryError::Content(ExtractError::Blocked(why))) => Failure::new(
-                        FailureKind::Blocked,
-                        format!("200 OK but a block page ({why})"),
-                    ),
-                    Err(LibraryError::Content(c)) => {
-                        Failure::new(FailureKind::Unparsable, c.to_string())
-                    }
-                    Err(LibraryError::Io { path, source }) => {
-                        let failure = Failure::new(
-                            FailureKind::Local,
-                            format!("cannot write {}: {source}", path.display()),
-                        );
-                        // Nobody's fault on the web: the job goes back, and nothing starts
-                        // until the disk has room again.
-                        if let Some((kind, reason)) = library_fault(self.library.root(), &source) {
-                            self.stall_begin(kind, reason);
-                            return (claimed, Finish::Local(failure));
-                        }
-                        failure
-                    }
-                    Err(refused @ LibraryError::Refused { .. }) => {
-                        Failure::new(FailureKind::Refused, refused.to_string())
-                    }
+        let (address, accept) = resolve::address(claimed, &policy.services);
+        let fetched = match self.fetcher.get_as(&address, accept, limits).await {
+            Ok(fetched) => fetched,
+            Err(failure) => return resolve::after_failure(claimed, &address, failure, policy),
+        };
+        match claimed.stage {
+            Some(Stage::Csl) => {
+                match resolve::csl_reference(claimed.reference.as_deref(), &fetched) {
+                    Some(reference) => Finish::Next(Box::new(Next {
+                        stage: Stage::Landing,
+                        target: address,
+                        host: claimed.host.clone(),
+                        http_status: Some(fetched.status),
+                        failure: None,
+                        reference: Some(Box::new(reference)),
+                        saved: None,
+                    })),
+                    // A resolver that does not negotiate answered with the landing page.
+                    None => self.save_page(claimed, fetched, policy).await,
                 }
             }
-            Err(failure) => no_such_doi(failure, reference.as_ref(), &policy),
+            Some(Stage::Wayback) => resolve::after_wayback(claimed, &fetched),
+            Some(Stage::Pdf) if !extract::is_pdf(&fetched.body) => Finish::Kept(Failure {
+                http_status: Some(fetched.status),
+                ..Failure::new(
+                    FailureKind::Unparsable,
+                    format!(
+                        "the PDF link answered with {}, not a PDF",
+                        fetched
+                            .content_type
+                            .as_deref()
+                            .unwrap_or("a body of no stated type")
+                    ),
+                )
+            }),
+            Some(Stage::Pdf) => match self.save(claimed, fetched, policy).await {
+                Ok((saved, fetched)) => Finish::Success(success_of(claimed, saved, fetched)),
+                // A PDF that cannot be read leaves the landing page as the document.
+                Err(Finish::Failure { failure, .. }) if failure.kind == FailureKind::Unparsable => {
+                    Finish::Kept(failure)
+                }
+                Err(finish) => finish,
+            },
+            Some(Stage::Archived) => match self.save(claimed, fetched, policy).await {
+                Ok((saved, fetched)) => Finish::Success(success_of(claimed, saved, fetched)),
+                Err(finish) => finish,
+            },
+            None | Some(Stage::Landing) => self.save_page(claimed, fetched, policy).await,
+        }
+    }
+
+    /// Save a page; a page that names its PDF sends the job on to fetch it.
+    async fn save_page(&self, claimed: &Claimed, fetched: Fetched, policy: &Arc<Policy>) -> Finish {
+        let (saved, fetched) = match self.save(claimed, fetched, policy).await {
+            Ok(done) => done,
+            Err(finish) => return finish,
+        };
+        let pdf_url = saved.pdf_url.clone();
+        let landing = fetched.final_url.clone();
+        let status = fetched.status;
+        let reference = saved.reference.clone();
+        let success = success_of(claimed, saved, fetched);
+        match pdf_url.and_then(|pdf| resolve::to_pdf(&pdf, &landing, reference, status)) {
+            Some(mut next) => {
+                next.saved = Some(success);
+                Finish::Next(Box::new(next))
+            }
+            None => Finish::Success(success),
+        }
+    }
+
+    /// Extract and write a fetched body, off the async runtime. A failure comes back as the
+    /// attempt's outcome.
+    async fn save(
+        &self,
+        claimed: &Claimed,
+        fetched: Fetched,
+        policy: &Arc<Policy>,
+    ) -> Result<(Saved, Fetched), Finish> {
+        let library = self.library.clone();
+        let (id, url, stage) = (claimed.job_id, claimed.url.clone(), claimed.stage);
+        let reference = claimed.reference.clone();
+        let host = filed_under(claimed, &fetched);
+        let fetched_at = self.clock.now_ms();
+        let options = SaveOptions {
+            keep_raw: policy.keep_raw,
+            keep_binary: policy.keep_binary,
+        };
+        // The permit is only ever refused if the semaphore is closed, which it never is.
+        let permit = if fetched.body.len() > BIG_BODY_BYTES {
+            self.big_saves.clone().acquire_owned().await.ok()
+        } else {
+            None
+        };
+        // Extraction, hashing and writing can take a while for big bodies: keep them off the
+        // async runtime so other fetches keep flowing.
+        let saved = tokio::task::spawn_blocking(move || {
+            let _one_big_body_at_a_time = permit;
+            let from = Provenance {
+                job_id: id,
+                url: &url,
+                host: &host,
+                fetched_at,
+                reference: reference.as_deref(),
+                stage,
+            };
+            library.save(&from, &fetched, options).map(|s| (s, fetched))
+        })
+        .await;
+        let failure = match saved {
+            Ok(Ok(done)) => return Ok(done),
+            Err(e) => Failure::new(
+                FailureKind::Unknown,
+                format!("Gleaner failed while saving the page: {e}"),
+            ),
+            Ok(Err(LibraryError::Content(ExtractError::Blocked(why)))) => Failure::new(
+                FailureKind::Blocked,
+                format!("200 OK but a block page ({why})"),
+            ),
+            Ok(Err(LibraryError::Content(c))) => {
+                Failure::new(FailureKind::Unparsable, c.to_string())
+            }
+            Ok(Err(LibraryError::Io { path, source })) => {
+                let failure = Failure::new(
+                    FailureKind::Local,
+                    format!("cannot write {}: {source}", path.display()),
+                );
+                // Nobody's fault on the web: the job goes back, and nothing starts until the
+                // disk has room again.
+                if let Some((kind, reason)) = library_fault(self.library.root(), &source) {
+                    self.stall_begin(kind, reason);
+                    return Err(Finish::Local(failure));
+                }
+                failure
+            }
+            Ok(Err(refused @ LibraryError::Refused { .. })) => {
+                Failure::new(FailureKind::Refused, refused.to_string())
+            }
         };
         let unit: f64 = rand::rng().random_range(-1.0..=1.0);
-        (claimed, Finish::Failure { failure, unit })
+        Err(Finish::Failure { failure, unit })
     }
 
     /// One line per attempt outcome, written from the committed row.
@@ -837,6 +932,8 @@ enum Outcome {
     Dead,
     /// Back in the queue with its budget untouched: this machine could not keep it.
     PutBack,
+    /// On to its next stage.
+    Advanced,
     Discarded,
 }
 
@@ -893,10 +990,11 @@ use super::redact::url as redacted;
 
 fn finish_message(finish: &Finish) -> &str {
     match finish {
-        Finish::Offline(f) | Finish::Local(f) | Finish::Failure { failure: f, .. } => {
-            f.message.as_str()
-        }
-        Finish::Success(_) => "",
+        Finish::Offline(f)
+        | Finish::Local(f)
+        | Finish::Kept(f)
+        | Finish::Failure { failure: f, .. } => f.message.as_str(),
+        Finish::Success(_) | Finish::Next(_) => "",
     }
 }
 
@@ -906,36 +1004,45 @@ impl RunSummary {
             Outcome::Done => self.done += 1,
             Outcome::Retried => self.retried += 1,
             Outcome::Dead => self.dead += 1,
-            Outcome::PutBack | Outcome::Discarded => {}
+            Outcome::PutBack | Outcome::Discarded | Outcome::Advanced => {}
         }
     }
 }
 
 /// Long enough to cover the whole request plus saving; a lease only matters if its owner dies
 /// somewhere we cannot see (another machine sharing the folder, a hung process).
-/// A DOI the resolver itself answers 404 for does not exist: say so, rather than "404 Not
-/// Found" (a publisher's page gone after the redirect stays a plain 404).
-fn no_such_doi(failure: Failure, reference: Option<&Identifier>, policy: &Policy) -> Failure {
-    let Some(Identifier::Doi(doi)) = reference else {
-        return failure;
-    };
-    let host = |u: &str| {
-        url::Url::parse(u)
-            .ok()
-            .and_then(|u| u.host_str().map(str::to_string))
-    };
-    let at_resolver =
-        failure.answered_by.as_deref().and_then(host) == host(&policy.services.doi_resolver);
-    if failure.http_status == Some(404) && at_resolver {
-        Failure {
-            message: format!(
-                "no such DOI: {doi} (the DOI resolver has no record of it: 404 Not Found)"
-            ),
-            ..failure
-        }
-    } else {
-        failure
+/// What a saved attempt commits: the document, and the metadata it filled in.
+fn success_of(claimed: &Claimed, saved: Saved, fetched: Fetched) -> Success {
+    // A plain page that said nothing scholarly leaves its job's metadata as it was.
+    let reference = (claimed.stage.is_some()
+        || claimed.reference.is_some()
+        || !saved.reference.authors.is_empty())
+    .then(|| Box::new(saved.reference));
+    Success {
+        http_status: fetched.status,
+        final_url: fetched.final_url,
+        title: saved.title,
+        document: Some(saved.path.to_string_lossy().into_owned()),
+        content_type: fetched.content_type,
+        sha256: Some(saved.sha256),
+        reference,
     }
+}
+
+/// The library folder a document goes in: a plain link's own host; for a reference, the site
+/// it resolved to (its PDF beside its landing page); for an archived copy, the dead link's.
+fn filed_under(claimed: &Claimed, fetched: &Fetched) -> String {
+    let landing = claimed
+        .reference
+        .as_ref()
+        .and_then(|r| r.landing_url.as_deref());
+    let from = match claimed.stage {
+        None => return claimed.host.clone(),
+        Some(Stage::Archived) => resolve::host_of(&claimed.url),
+        Some(Stage::Pdf) => landing.and_then(resolve::host_of),
+        Some(_) => resolve::host_of(&fetched.final_url),
+    };
+    from.unwrap_or_else(|| claimed.host.clone())
 }
 
 fn lease_for(policy: &Policy) -> Duration {
