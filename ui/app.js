@@ -409,7 +409,22 @@ function titleCell(job) {
   const cell = el('td', 'title', job.title ?? '');
   const by = citedBy(job);
   if (by) cell.append(el('span', 'cited-by', ` · ${by}`));
+  if (fromArchive(job)) cell.append(el('span', 'from-archive', 'from the archive'));
   return cell;
+}
+
+// A dead link saved from the Wayback Machine's copy.
+function fromArchive(job) {
+  return job.status === 'done' && job.stage === 'archived';
+}
+
+// Whether a done reference's document holds the paper itself; '' where that is no question
+// (a plain page).
+function fullTextWords(job) {
+  if (job.status !== 'done') return '';
+  if (job.stage === 'pdf') return 'yes, from the PDF (kept beside the document)';
+  const reference = /^(doi|arxiv|pmid|pmcid):/.test(job.url) || job.stage === 'landing';
+  return reference ? 'no: the landing page and its abstract are kept' : '';
 }
 
 function jobRow(job) {
@@ -630,6 +645,8 @@ function renderDetails(d) {
   setFact('d-container', r.container_title ?? '');
   setFact('d-key', r.citation_key ?? '');
   setFact('d-tags', (r.tags ?? []).join(', '));
+  setFact('d-full-text', fullTextWords(job));
+  setFact('d-archived', fromArchive(job) ? `from the archive, as of ${r.archived_at ?? 'an unknown time'}` : '');
   setText('d-attempts', String(job.attempts));
   setText('d-retries', `${job.retries_used} of ${job.max_retries} used`);
   const next = $('d-next');
@@ -770,6 +787,8 @@ $('open-settings').addEventListener('click', async () => {
     $('s-doi').value = s.doi_resolver;
     $('s-arxiv').value = s.arxiv;
     $('s-pubmed').value = s.pubmed;
+    $('s-wayback').value = s.wayback;
+    $('s-wayback-fallback').checked = Boolean(s.wayback_fallback);
     $('settings-error').textContent = '';
     dialog.showModal();
     fields.base_delay_secs.focus();
@@ -788,6 +807,8 @@ $('settings-save').addEventListener('click', async () => {
     doi_resolver: $('s-doi').value.trim(),
     arxiv: $('s-arxiv').value.trim(),
     pubmed: $('s-pubmed').value.trim(),
+    wayback: $('s-wayback').value.trim(),
+    wayback_fallback: $('s-wayback-fallback').checked,
   };
   for (const [key, input] of Object.entries(fields)) {
     const n = Number(input.value);

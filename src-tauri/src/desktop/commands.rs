@@ -535,6 +535,9 @@ pub struct Settings {
     pub doi_resolver: String,
     pub arxiv: String,
     pub pubmed: String,
+    pub wayback: String,
+    /// A gone link asks the Wayback Machine for an archived copy.
+    pub wayback_fallback: bool,
 }
 
 impl Settings {
@@ -558,6 +561,8 @@ impl Settings {
             doi_resolver: p.services.doi_resolver.clone(),
             arxiv: p.services.arxiv.clone(),
             pubmed: p.services.pubmed.clone(),
+            wayback: p.services.wayback.clone(),
+            wayback_fallback: p.wayback_fallback,
         }
     }
 
@@ -592,17 +597,14 @@ impl Settings {
         Ok(out)
     }
 
-    fn services(&self, base: &Services) -> Result<Services, String> {
+    fn services(&self) -> Result<Services, String> {
         for (name, value) in [
             ("DOI resolver", &self.doi_resolver),
             ("arXiv", &self.arxiv),
             ("PubMed", &self.pubmed),
+            ("Wayback Machine", &self.wayback),
         ] {
-            let ok = url::Url::parse(value.trim()).is_ok_and(|u| {
-                matches!(u.scheme(), "http" | "https")
-                    && u.host_str().is_some_and(|h| !h.is_empty())
-            });
-            if !ok {
+            if !policy::is_web_address(value.trim()) {
                 return Err(format!("{name} must be an http:// or https:// address."));
             }
         }
@@ -611,7 +613,7 @@ impl Settings {
             doi_resolver: trimmed(&self.doi_resolver),
             arxiv: trimmed(&self.arxiv),
             pubmed: trimmed(&self.pubmed),
-            ..base.clone()
+            wayback: trimmed(&self.wayback),
         })
     }
 
@@ -650,8 +652,9 @@ impl Settings {
             timeout: secs("Timeout", self.timeout_secs, 1.0, 600.0)?,
             keep_binary: self.keep_binary,
             keep_raw: self.keep_raw,
+            wayback_fallback: self.wayback_fallback,
             host_intervals: self.intervals()?,
-            services: self.services(&base.services)?,
+            services: self.services()?,
             ..base
         };
         // The fields the panel does not show (the maximum job age, the largest body) come
@@ -947,7 +950,8 @@ mod tests {
             "jitter_percent": 20, "concurrency": 4, "per_host": 2, "timeout_secs": 30,
             "keep_binary": true, "keep_raw": false, "notifications": true,
             "host_intervals": "arxiv.org=3s\n", "doi_resolver": "https://doi.org",
-            "arxiv": "https://arxiv.org", "pubmed": "https://pubmed.ncbi.nlm.nih.gov"
+            "arxiv": "https://arxiv.org", "pubmed": "https://pubmed.ncbi.nlm.nih.gov",
+            "wayback": "https://archive.org/wayback/available", "wayback_fallback": false
         });
         let s: Settings = serde_json::from_value(sent).expect("numbers deserialize");
         assert!(s.apply(Policy::default()).is_err());

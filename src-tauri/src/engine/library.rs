@@ -232,10 +232,7 @@ fn with_page_meta(reference: Option<&Reference>, doc: &Document) -> Reference {
 
 /// `YYYY`, `YYYY-MM` or `YYYY-MM-DD` from a page's date (`2013-07-31T…`, `2013/07/31`).
 fn issued_of(date: &str) -> Option<String> {
-    let parts: Vec<&str> = date
-        .split(['-', '/', 'T', ' '])
-        .take(3)
-        .collect();
+    let parts: Vec<&str> = date.split(['-', '/', 'T', ' ']).take(3).collect();
     let year = parts
         .first()
         .filter(|y| y.len() == 4 && y.bytes().all(|b| b.is_ascii_digit()))?;

@@ -391,16 +391,19 @@ pub enum PolicyError {
     },
 }
 
+/// Whether `value` is an http(s) address with a host, as a service's base must be.
+pub fn is_web_address(value: &str) -> bool {
+    url::Url::parse(value).is_ok_and(|u| {
+        matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty())
+    })
+}
+
 impl Policy {
     /// Whether this policy can work as meant: the window's settings are checked against
     /// narrower ranges of their own, and command-line flags only against this.
     pub fn check(&self) -> Result<(), PolicyError> {
         for (flag, value) in self.services.named() {
-            let ok = url::Url::parse(value).is_ok_and(|u| {
-                matches!(u.scheme(), "http" | "https")
-                    && u.host_str().is_some_and(|h| !h.is_empty())
-            });
-            if !ok {
+            if !is_web_address(value) {
                 return Err(PolicyError::BadService {
                     flag,
                     value: value.to_string(),
