@@ -105,6 +105,7 @@ fn save_round(pages: &[(String, gleaner::engine::fetch::Fetched)]) -> f64 {
             host,
             fetched_at: system_now_ms(),
             reference: None,
+            stage: None,
         };
         library
             .save(&from, fetched, SaveOptions::default())
