@@ -106,6 +106,7 @@ fn save_round(pages: &[(String, gleaner::engine::fetch::Fetched)]) -> f64 {
             fetched_at: system_now_ms(),
             reference: None,
             stage: None,
+            replaces: None,
         };
         library
             .save(&from, fetched, SaveOptions::default())

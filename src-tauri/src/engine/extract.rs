@@ -487,7 +487,9 @@ impl PageMeta {
                 "citation_language" => &mut citation_language,
                 "citation_pdf_url" => &mut m.pdf_url,
                 "citation_doi" => &mut m.doi,
-                "citation_abstract" => &mut m.citation_abstract,
+                "citation_abstract" | "dc.description" | "dcterms.abstract" => {
+                    &mut m.citation_abstract
+                }
                 "og:title" => &mut m.og_title,
                 "og:site_name" => &mut m.og_site_name,
                 "og:description" => &mut og_desc,
@@ -863,6 +865,34 @@ mod tests {
                 .as_deref()
                 .is_some_and(|d| d.starts_with("Residents of Kelmouth backed"))
         );
+    }
+
+    #[test]
+    fn a_landing_page_names_its_pdf_its_authors_and_its_abstract() {
+        let doc = ok(fixture!("scholarly.html"), HTML);
+        assert_eq!(
+            doc.pdf_url.as_deref(),
+            Some("https://journal.example/articles/42.pdf")
+        );
+        assert_eq!(doc.authors, ["Okafor, Chidi", "Lindqvist, Astrid"]);
+        assert_eq!(
+            doc.abstract_text.as_deref(),
+            Some("A two-season field study of bedload in a braided reach.")
+        );
+        // A PDF named only by an alternate link, relative to the page; a page with no paper
+        // has no abstract, whatever its description says.
+        let page = br#"<html><head><link rel="alternate" type="application/pdf" href="/paper.pdf">
+            <meta name="description" content="A blog."></head>
+            <body><article><p>Some words of a post that is long enough to be read as the article's own text by the extractor.</p></article></body></html>"#;
+        let doc = ok(page, HTML);
+        assert_eq!(
+            doc.pdf_url.as_deref(),
+            Some("https://courier.example/paper.pdf")
+        );
+        assert_eq!(doc.abstract_text, None);
+        let not_web = br#"<html><head><meta name="citation_pdf_url" content="javascript:alert(1)"></head>
+            <body><article><p>Some words of a post that is long enough to be read as the article's own text by the extractor.</p></article></body></html>"#;
+        assert_eq!(ok(not_web, HTML).pdf_url, None);
     }
 
     #[test]

@@ -75,6 +75,9 @@ pub struct Provenance<'a> {
     /// The resolution stage that fetched the body: `Pdf` saves a paper (its PDF kept beside
     /// it, the abstract before its text), `Archived` an archive's copy of a dead link.
     pub stage: Option<Stage>,
+    /// The document an earlier stage saved, which a paper's document replaces: one file per
+    /// version of a paper, named after its landing page.
+    pub replaces: Option<&'a Path>,
 }
 
 #[derive(Debug, Clone)]
@@ -126,7 +129,13 @@ impl Library {
         } else {
             &fetched.final_url
         };
-        let stem = format!("{}-{}-{}", slug(named_by), from.job_id, &sha256[..8]);
+        let landing_stem = from
+            .replaces
+            .filter(|p| paper && p.parent() == Some(dir.as_path()))
+            .and_then(|p| p.file_stem())
+            .map(|s| s.to_string_lossy().into_owned());
+        let stem = landing_stem
+            .unwrap_or_else(|| format!("{}-{}-{}", slug(named_by), from.job_id, &sha256[..8]));
         let path = dir.join(format!("{stem}.md"));
         let mut body = doc.text.clone();
         if paper && let Some(abstract_text) = &reference.abstract_text {
@@ -581,6 +590,7 @@ mod tests {
             fetched_at: 1_700_000_000_000,
             reference: None,
             stage: None,
+            replaces: None,
         }
     }
 
@@ -612,6 +622,117 @@ mod tests {
     }
 
     /// A reference's document carries its identifier and its entry's metadata, as JSON values
+    /// a YAML reader (Obsidian's properties) reads as strings and lists.
+    #[test]
+    fn a_paper_replaces_its_landing_page_with_the_abstract_and_keeps_its_pdf() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let lib = Library::new(dir.path());
+        let landing = Fetched {
+            status: 200,
+            final_url: "https://journal.example/articles/42".into(),
+            content_type: Some("text/html".into()),
+            body: include_bytes!("../../tests-fixtures/extract/scholarly.html").to_vec(),
+        };
+        let of_doi = Provenance {
+            url: "doi:10.5555/42",
+            host: "journal.example",
+            stage: Some(Stage::Landing),
+            ..from("")
+        };
+        let page = lib
+            .save(&of_doi, &landing, SaveOptions::default())
+            .expect("landing");
+        let text = std::fs::read_to_string(&page.path).expect("read");
+        let (meta, _) = read_document(&text).expect("front matter");
+        assert_eq!(meta["full_text"], false, "{text}");
+        assert!(meta.get("pdf").is_none());
+        assert_eq!(meta["authors"][0], "Okafor, Chidi");
+        assert_eq!(meta["issued"], "2023-11-02");
+        assert_eq!(
+            page.pdf_url.as_deref(),
+            Some("https://journal.example/articles/42.pdf")
+        );
+
+        let pdf_body = include_bytes!("../../tests-fixtures/extract/article.pdf").to_vec();
+        let pdf = Fetched {
+            status: 200,
+            final_url: "https://journal.example/articles/42.pdf".into(),
+            content_type: Some("application/pdf".into()),
+            body: pdf_body.clone(),
+        };
+        let of_pdf = Provenance {
+            stage: Some(Stage::Pdf),
+            reference: Some(&page.reference),
+            replaces: Some(&page.path),
+            ..of_doi
+        };
+        let paper = lib
+            .save(&of_pdf, &pdf, SaveOptions::default())
+            .expect("paper");
+        assert_eq!(paper.path, page.path, "one document per version of a paper");
+        let text = std::fs::read_to_string(&paper.path).expect("read");
+        let (meta, body) = read_document(&text).expect("front matter");
+        assert_eq!(meta["full_text"], true);
+        assert_eq!(meta["kind"], "pdf");
+        assert_eq!(
+            meta["title"], "Sediment Transport in Braided Rivers: A Field Study",
+            "the landing page's title, not the PDF's"
+        );
+        let name = meta["pdf"].as_str().expect("pdf");
+        let kept = std::fs::read(paper.path.with_file_name(name)).expect("the PDF beside it");
+        assert_eq!(kept, pdf_body);
+        assert!(
+            body.starts_with("## Abstract\n\nA two-season field study"),
+            "{body}"
+        );
+        assert!(body.contains("This sentence proves the PDF text layer was extracted."));
+        assert_eq!(
+            std::fs::read_dir(paper.path.parent().expect("dir"))
+                .expect("ls")
+                .count(),
+            2
+        );
+    }
+
+    #[test]
+    fn an_archived_copy_is_named_after_its_dead_link_and_says_when_it_was_taken() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let lib = Library::new(dir.path());
+        let reference = Reference {
+            archived_at: Some("2013-09-19T04:46:12Z".into()),
+            ..Reference::default()
+        };
+        let from = Provenance {
+            url: "https://news.example/gone-story",
+            stage: Some(Stage::Archived),
+            reference: Some(&reference),
+            ..from("")
+        };
+        let snapshot = Fetched {
+            status: 200,
+            final_url:
+                "https://web.archive.org/web/20130919044612id_/https://news.example/gone-story"
+                    .into(),
+            content_type: Some("text/plain".into()),
+            body: b"The story as it was.".to_vec(),
+        };
+        let saved = lib
+            .save(&from, &snapshot, SaveOptions::default())
+            .expect("save");
+        let name = saved
+            .path
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        assert!(name.starts_with("gone-story-7-"), "{name}");
+        let text = std::fs::read_to_string(&saved.path).expect("read");
+        let (meta, _) = read_document(&text).expect("front matter");
+        assert_eq!(meta["archived_copy"], true);
+        assert_eq!(meta["archived_at"], "2013-09-19T04:46:12Z");
+        assert_eq!(meta["url"], "https://news.example/gone-story");
+    }
+
     /// a YAML reader (Obsidian's properties) reads as strings and lists.
     #[test]
     fn a_references_document_names_its_identifier_authors_and_tags() {

@@ -175,6 +175,8 @@ pub struct Claimed {
     /// The stage this attempt runs, and its address; `None` for the job's first request.
     pub stage: Option<Stage>,
     pub target: Option<String>,
+    /// The document an earlier stage saved (a landing page), which a paper replaces.
+    pub document: Option<String>,
 }
 
 /// How a claimed job's attempt ended, for [`Queue::step`].

@@ -198,10 +198,27 @@ fn claim_job(
     if changed != 1 {
         return Ok(None);
     }
-    let (url, attempt, meta, stage, target): (String, u32, Option<String>, Option<String>, _) = tx
-        .prepare_cached("SELECT url, attempts, meta, stage, target FROM jobs WHERE id = ?1")?
+    type Row = (
+        String,
+        u32,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    );
+    let (url, attempt, meta, stage, target, document): Row = tx
+        .prepare_cached(
+            "SELECT url, attempts, meta, stage, target, document FROM jobs WHERE id = ?1",
+        )?
         .query_row([job_id], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
         })?;
     let stage = stage
         .as_deref()
@@ -219,6 +236,8 @@ fn claim_job(
         reference: meta.and_then(|m| serde_json::from_str(&m).ok()),
         stage,
         target,
+        // Only a later stage needs it: a re-fetch of a done page starts from nothing.
+        document: document.filter(|_| stage == Some(Stage::Pdf)),
     }))
 }
 

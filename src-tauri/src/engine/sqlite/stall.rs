@@ -87,6 +87,7 @@ impl Store {
                         reference: None,
                         stage: None,
                         target: None,
+                        document: None,
                     })
                 })?
                 .collect::<rusqlite::Result<_>>()?;

@@ -802,6 +802,7 @@ impl Worker {
         let (id, url, stage) = (claimed.job_id, claimed.url.clone(), claimed.stage);
         let reference = claimed.reference.clone();
         let host = filed_under(claimed, &fetched);
+        let replaces = claimed.document.clone().map(std::path::PathBuf::from);
         let fetched_at = self.clock.now_ms();
         let options = SaveOptions {
             keep_raw: policy.keep_raw,
@@ -824,6 +825,7 @@ impl Worker {
                 fetched_at,
                 reference: reference.as_deref(),
                 stage,
+                replaces: replaces.as_deref(),
             };
             library.save(&from, &fetched, options).map(|s| (s, fetched))
         })

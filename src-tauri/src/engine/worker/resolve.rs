@@ -358,6 +358,7 @@ mod tests {
             reference: None,
             stage,
             target: None,
+            document: None,
         }
     }
 
