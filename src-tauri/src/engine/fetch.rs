@@ -34,13 +34,36 @@ pub struct Limits {
 #[derive(Debug, Clone)]
 pub struct Fetcher {
     client: reqwest::Client,
+    /// Follows redirects within the first host only (see [`Fetcher::get_within_host`]).
+    within_host: reqwest::Client,
+}
+
+/// What [`Fetcher::get_within_host`] got: the body, or a redirect to another host.
+#[derive(Debug)]
+pub enum Answer {
+    Body(Fetched),
+    Moved { status: u16, to: String },
 }
 
 pub const USER_AGENT: &str = concat!("Gleaner/", env!("CARGO_PKG_VERSION"), " (research fetcher)");
 
 impl Fetcher {
     pub fn new(max_redirects: u32) -> Result<Self, FetchError> {
+        let client = Self::client(max_redirects, false)?;
+        let within_host = Self::client(max_redirects, true)?;
+        Ok(Self {
+            client,
+            within_host,
+        })
+    }
+
+    fn client(max_redirects: u32, within_host: bool) -> Result<reqwest::Client, FetchError> {
         let redirect = reqwest::redirect::Policy::custom(move |attempt| {
+            // Another host's pauses and limits are for the queue to keep: hand it back.
+            let first = attempt.previous().first().and_then(|u| u.host_str());
+            if within_host && first.is_some() && attempt.url().host_str() != first {
+                return attempt.stop();
+            }
             let scheme = attempt.url().scheme();
             if scheme != "http" && scheme != "https" {
                 let target = attempt.url().to_string();
@@ -55,13 +78,12 @@ impl Fetcher {
             }
             attempt.follow()
         });
-        let client = reqwest::Client::builder()
+        Ok(reqwest::Client::builder()
             .user_agent(USER_AGENT)
             .redirect(redirect)
             .connect_timeout(Duration::from_secs(10))
             .pool_idle_timeout(Duration::from_secs(30))
-            .build()?;
-        Ok(Self { client })
+            .build()?)
     }
 
     /// GET `url`, following redirects, and read the whole body within `limits`.
@@ -77,12 +99,44 @@ impl Fetcher {
         accept: Option<&'static str>,
         limits: Limits,
     ) -> Result<Fetched, Failure> {
+        match self.fetch(url, accept, limits, false).await? {
+            Answer::Body(fetched) => Ok(fetched),
+            // The client that follows every redirect never stops at one.
+            Answer::Moved { status, .. } => Err(Failure {
+                http_status: Some(status),
+                ..Failure::new(
+                    FailureKind::BadRedirect,
+                    format!("{status} redirect not followed"),
+                )
+            }),
+        }
+    }
+
+    /// As [`Fetcher::get_as`], but a redirect to another host is not followed: it comes back
+    /// as [`Answer::Moved`], so the queue can send the request to that host's lane, under its
+    /// pauses, limits and intervals (a DOI resolver's redirect to a paused publisher).
+    pub async fn get_within_host(
+        &self,
+        url: &str,
+        accept: Option<&'static str>,
+        limits: Limits,
+    ) -> Result<Answer, Failure> {
+        self.fetch(url, accept, limits, true).await
+    }
+
+    async fn fetch(
+        &self,
+        url: &str,
+        accept: Option<&'static str>,
+        limits: Limits,
+        within_host: bool,
+    ) -> Result<Answer, Failure> {
         let parsed = url::Url::parse(url)
             .map_err(|e| Failure::new(FailureKind::BadUrl, format!("malformed URL: {e}")))?;
         if let Some(reason) = super::intake::unfetchable_host(&parsed) {
             return Err(Failure::new(FailureKind::NoSuchHost, reason));
         }
-        let fut = self.get_inner(parsed, accept, limits);
+        let fut = self.get_inner(parsed, accept, limits, within_host);
         // reqwest's own timeout covers connect to last byte; this outer one is belt and braces
         // for anything that might not observe it (a stalled decoder, say).
         match tokio::time::timeout(limits.timeout + Duration::from_secs(1), fut).await {
@@ -99,8 +153,15 @@ impl Fetcher {
         url: url::Url,
         accept: Option<&'static str>,
         limits: Limits,
-    ) -> Result<Fetched, Failure> {
-        let mut request = self.client.get(url).timeout(limits.timeout);
+        within_host: bool,
+    ) -> Result<Answer, Failure> {
+        let first_host = url.host_str().map(str::to_string);
+        let client = if within_host {
+            &self.within_host
+        } else {
+            &self.client
+        };
+        let mut request = client.get(url).timeout(limits.timeout);
         if let Some(accept) = accept {
             request = request.header(reqwest::header::ACCEPT, accept);
         }
@@ -110,6 +171,21 @@ impl Fetcher {
             .map_err(|e| failure_from_reqwest(&e, limits))?;
         let status = response.status();
         let final_url = response.url().to_string();
+        if within_host && status.is_redirection() {
+            let to = response
+                .headers()
+                .get(LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|l| response.url().join(l).ok());
+            if let Some(to) = to.filter(|to| {
+                matches!(to.scheme(), "http" | "https") && to.host_str() != first_host.as_deref()
+            }) {
+                return Ok(Answer::Moved {
+                    status: status.as_u16(),
+                    to: to.to_string(),
+                });
+            }
+        }
         if !status.is_success() {
             let mut failure = failure_from_status(status, response.headers());
             failure.answered_by = Some(final_url);
@@ -143,12 +219,12 @@ impl Fetcher {
             }
             body.extend_from_slice(&chunk);
         }
-        Ok(Fetched {
+        Ok(Answer::Body(Fetched {
             status: status.as_u16(),
             final_url,
             content_type,
             body,
-        })
+        }))
     }
 }
 

@@ -185,8 +185,17 @@ pub fn resolver_metadata(body: &[u8]) -> Option<(Entry, Option<String>)> {
     Some((entry_of(&item), abstract_text))
 }
 
-/// Text without any markup: Crossref's abstracts are JATS (`<jats:p>…</jats:p>`).
+/// Text without any markup: Crossref's abstracts are JATS (`<jats:p>…</jats:p>`), often
+/// headed by a `<jats:title>Abstract</jats:title>` that says what the field already says.
 fn without_tags(text: &str) -> String {
+    let trimmed = text.trim_start();
+    let text = match (
+        trimmed.starts_with("<jats:title"),
+        trimmed.find("</jats:title>"),
+    ) {
+        (true, Some(end)) => &trimmed[end + "</jats:title>".len()..],
+        _ => text,
+    };
     let mut out = String::with_capacity(text.len());
     let mut in_tag = false;
     for c in text.chars() {

@@ -309,6 +309,14 @@ pub struct Reference {
     /// The landing page the PDF was named by.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub landing_url: Option<String>,
+    /// Redirects to another host taken so far, each in that host's lane (bounded by
+    /// `max_redirects`, so two hosts sending a job back and forth do not do it for ever).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hops: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Reference {

@@ -16,7 +16,7 @@ use tokio::task::JoinSet;
 
 use super::clock::{Millis, SharedClock};
 use super::extract::{self, ExtractError};
-use super::fetch::{Fetched, Fetcher, Limits};
+use super::fetch::{Answer, Fetched, Fetcher, Limits};
 use super::library::{Library, LibraryError, Provenance, SaveOptions, Saved};
 use super::policy::{self, Decision, Failure, FailureKind, Policy};
 use super::queue::{
@@ -720,8 +720,19 @@ impl Worker {
             max_body: policy.max_body,
         };
         let (address, accept) = resolve::address(claimed, &policy.services);
-        let fetched = match self.fetcher.get_as(&address, accept, limits).await {
-            Ok(fetched) => fetched,
+        // A plain link follows its redirects; a stage of a reference hands a redirect to
+        // another host back to the queue, so that host's pauses and limits hold it.
+        let answer = match claimed.stage {
+            None => self
+                .fetcher
+                .get_as(&address, accept, limits)
+                .await
+                .map(Answer::Body),
+            Some(_) => self.fetcher.get_within_host(&address, accept, limits).await,
+        };
+        let fetched = match answer {
+            Ok(Answer::Body(fetched)) => fetched,
+            Ok(Answer::Moved { status, to }) => return resolve::moved(claimed, status, to, policy),
             Err(failure) => return resolve::after_failure(claimed, &address, failure, policy),
         };
         match claimed.stage {

@@ -58,6 +58,44 @@ pub fn csl_reference(entry: Option<&Reference>, fetched: &Fetched) -> Option<Ref
     })
 }
 
+/// A stage redirected to another host: the same stage again, in that host's lane.
+pub fn moved(claimed: &Claimed, status: u16, to: String, policy: &Policy) -> Finish {
+    let reference = claimed.reference.as_deref().cloned().unwrap_or_default();
+    let (Some(stage), Some(host)) = (claimed.stage, host_of(&to)) else {
+        return Finish::Failure {
+            failure: Failure::new(
+                FailureKind::BadRedirect,
+                format!("{status} redirect to {to}"),
+            ),
+            unit: jitter(),
+        };
+    };
+    if reference.hops >= policy.max_redirects {
+        return Finish::Failure {
+            failure: Failure::new(
+                FailureKind::RedirectLoop,
+                format!(
+                    "too many redirects between hosts (more than {})",
+                    policy.max_redirects
+                ),
+            ),
+            unit: jitter(),
+        };
+    }
+    Finish::Next(Box::new(Next {
+        stage,
+        target: to,
+        host,
+        http_status: Some(status),
+        failure: None,
+        reference: Some(Box::new(Reference {
+            hops: reference.hops + 1,
+            ..reference
+        })),
+        saved: None,
+    }))
+}
+
 /// A landing page saved, its PDF next: the job moves to the PDF's host.
 pub fn to_pdf(pdf_url: &str, landing: &str, reference: Reference, status: u16) -> Option<Next> {
     let host = host_of(pdf_url)?;
@@ -493,7 +531,7 @@ mod tests {
             "title": "Nanometre-scale thermometry in a living cell",
             "author": [{"family": "Kucsko", "given": "G."}, {"family": "Maurer", "given": "P. C."}],
             "issued": {"date-parts": [[2013, 7, 31]]}, "container-title": "Nature",
-            "abstract": "<jats:p>Sensitive probing of temperature.</jats:p>"}"#;
+            "abstract": "<jats:title>Abstract</jats:title><jats:p>Sensitive probing of temperature.</jats:p>"}"#;
         let r = csl_reference(Some(&entry), &fetched(body)).expect("CSL-JSON");
         assert_eq!(
             r.title.as_deref(),
