@@ -15,7 +15,8 @@ use crate::engine::intake::{self, Found, printable};
 use crate::engine::library::Library;
 use crate::engine::policy::{self, Policy};
 use crate::engine::queue::{
-    self, ActionResult, Enqueued, Job, JobFilter, Queue, StallKind, StallState, Status, rfc3339,
+    self, ActionResult, Enqueued, Job, JobFilter, Queue, Stage, StallKind, StallState, Status,
+    rfc3339,
 };
 use crate::engine::worker::{RunMode, Worker, WorkerError};
 
@@ -965,6 +966,16 @@ fn jobs(
             if let Some(d) = &job.document {
                 println!("document   {d}");
             }
+            if job.status == Status::Done && job.stage == Some(Stage::Archived) {
+                let at = job
+                    .reference
+                    .as_ref()
+                    .and_then(|r| r.archived_at.as_deref());
+                println!(
+                    "archived   from the Wayback Machine, as of {}",
+                    at.unwrap_or("-")
+                );
+            }
             println!("batch      {}", job.batch.as_deref().unwrap_or("-"));
             println!("history:");
             for a in history {
@@ -978,9 +989,12 @@ fn jobs(
                     })
                     .unwrap_or_default();
                 println!(
-                    "  #{} {}  {}{}{}{}",
+                    "  #{} {}  {}{}{}{}{}",
                     a.number,
                     rfc3339(a.started_at),
+                    a.stage
+                        .map(|s| format!("{}: ", s.as_str()))
+                        .unwrap_or_default(),
                     a.outcome.as_deref().unwrap_or("in flight"),
                     a.http_status
                         .map(|s| format!(" HTTP {s}"))

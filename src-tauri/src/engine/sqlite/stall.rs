@@ -6,7 +6,7 @@ use super::Store;
 use super::outcomes::{PutBack, put_back_in};
 use crate::engine::clock::Millis;
 use crate::engine::policy::{Failure, FailureKind};
-use crate::engine::queue::{Result, StallKind, StallState};
+use crate::engine::queue::{Result, Stage, StallKind, StallState};
 use rusqlite::params;
 
 /// [`StallState`] as kept in the settings table (times as integers, like every stored time).
@@ -71,21 +71,24 @@ impl Store {
         self.write(|tx| {
             let held: Vec<crate::engine::queue::Claimed> = tx
                 .prepare(
-                    "SELECT id, url, host, attempts, coalesce(attempt_started_at, updated_at) \
+                    "SELECT id, url, host, attempts, coalesce(attempt_started_at, updated_at), stage \
                      FROM jobs INDEXED BY jobs_running_host \
                      WHERE status = 'running' AND lease_owner = ?1",
                 )?
                 .query_map([owner], |r| {
+                    let url: String = r.get(1)?;
+                    let stage = r.get::<_, Option<String>>(5)?;
+                    let stage = stage.as_deref().and_then(Stage::parse);
                     Ok(crate::engine::queue::Claimed {
                         job_id: r.get(0)?,
-                        url: r.get(1)?,
+                        stage: stage.or_else(|| Stage::initial(&url)),
+                        url,
                         host: r.get(2)?,
                         attempt: r.get(3)?,
                         started_at: r.get(4)?,
                         owner: owner.to_string(),
                         throttled: false,
                         reference: None,
-                        stage: None,
                         target: None,
                         document: None,
                     })
