@@ -504,37 +504,33 @@ impl PageMeta {
         m.description = meta_desc.or(og_desc);
         m.language = content_language.or(citation_language);
 
-        let canonical = dom
-            .select("link[rel][href]")
-            .nodes()
-            .iter()
-            .find(|n| {
-                n.attr("rel").is_some_and(|rel| {
-                    rel.split_ascii_whitespace()
-                        .any(|t| t.eq_ignore_ascii_case("canonical"))
-                })
-            })
-            .and_then(|n| n.attr("href"))
-            .and_then(|href| clean(&href));
+        // One walk over the links for the canonical address and a PDF alternate.
+        let (mut canonical, mut alternate_pdf) = (None, None);
+        for n in dom.select("link[rel][href]").nodes() {
+            let Some(rel) = n.attr("rel") else { continue };
+            let has = |name: &str| {
+                rel.split_ascii_whitespace()
+                    .any(|t| t.eq_ignore_ascii_case(name))
+            };
+            let slot = if has("canonical") {
+                &mut canonical
+            } else if has("alternate")
+                && n.attr("type")
+                    .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/pdf"))
+            {
+                &mut alternate_pdf
+            } else {
+                continue;
+            };
+            if slot.is_none() {
+                *slot = n.attr("href").and_then(|href| clean(&href));
+            }
+        }
         m.canonical_url = canonical.or(og_url).map(|href| resolve(url, &href));
-        let alternate_pdf = || {
-            dom.select("link[rel][type][href]")
-                .nodes()
-                .iter()
-                .find(|n| {
-                    let rel = n.attr("rel").unwrap_or_default();
-                    let kind = n.attr("type").unwrap_or_default();
-                    rel.split_ascii_whitespace()
-                        .any(|t| t.eq_ignore_ascii_case("alternate"))
-                        && kind.trim().eq_ignore_ascii_case("application/pdf")
-                })
-                .and_then(|n| n.attr("href"))
-                .and_then(|href| clean(&href))
-        };
         m.pdf_url = m
             .pdf_url
             .take()
-            .or_else(alternate_pdf)
+            .or(alternate_pdf)
             .map(|href| resolve(url, &href))
             .filter(|u| u.starts_with("http://") || u.starts_with("https://"));
         m
