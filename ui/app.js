@@ -376,7 +376,9 @@ function urlCell(url) {
   } catch {
     parsed = null;
   }
-  if (!parsed) {
+  // A reference (doi:…, arxiv:…, pmid:…) parses as a URL without a host: it shows as written,
+  // not as "doi://doi:…".
+  if (!parsed || !parsed.host) {
     cell.textContent = url;
   } else {
     const rest = url.slice(url.indexOf(parsed.host) + parsed.host.length);
@@ -406,11 +408,24 @@ function citedBy(job) {
 }
 
 function titleCell(job) {
-  const cell = el('td', 'title', job.title ?? '');
+  const cell = el('td', 'title');
+  cell.title = job.title ?? '';
+  // Only the title gives way to the column's ellipsis: who and when, and the archive mark, stay
+  // whole after it (a paper's title fills the column on its own and hid them).
+  const line = el('div', 'title-line');
+  line.append(el('span', 'title-text', job.title ?? ''));
   const by = citedBy(job);
-  if (by) cell.append(el('span', 'cited-by', ` · ${by}`));
-  if (fromArchive(job)) cell.append(el('span', 'from-archive', 'from the archive'));
+  if (by) line.append(el('span', 'cited-by', ` · ${by}`));
+  // The space is not drawn (the mark has a margin) but keeps "from" a word of its own in the
+  // cell's text, as a screen reader reads it.
+  if (fromArchive(job)) line.append(' ', el('span', 'from-archive', 'from the archive'));
+  cell.append(line);
   return cell;
+}
+
+// A snapshot's time as a person reads it, the same wherever the window runs: 2013-09-19 04:46 UTC.
+function snapshotTime(at) {
+  return at ? at.replace('T', ' ').replace(/:\d\dZ$/, ' UTC') : 'an unknown time';
 }
 
 // A dead link saved from the Wayback Machine's copy.
@@ -646,7 +661,7 @@ function renderDetails(d) {
   setFact('d-key', r.citation_key ?? '');
   setFact('d-tags', (r.tags ?? []).join(', '));
   setFact('d-full-text', fullTextWords(job));
-  setFact('d-archived', fromArchive(job) ? `from the archive, as of ${r.archived_at ?? 'an unknown time'}` : '');
+  setFact('d-archived', fromArchive(job) ? `from the archive, as of ${snapshotTime(r.archived_at)}` : '');
   setText('d-attempts', String(job.attempts));
   setText('d-retries', `${job.retries_used} of ${job.max_retries} used`);
   const next = $('d-next');
@@ -657,6 +672,9 @@ function renderDetails(d) {
     delete next.dataset.due;
     next.textContent = job.status === 'pending' ? 'queued' : '';
   }
+  // A job that is not waiting has no next retry to speak of.
+  next.hidden = job.status !== 'pending';
+  next.previousElementSibling.hidden = next.hidden;
   setText('d-error', classWords(job));
   setText('d-type', job.content_type ?? '');
   setText('d-document', job.document ?? '');

@@ -447,6 +447,325 @@ fn a_dropped_bibtex_file_shows_its_entries_with_their_authors_and_year() {
     });
 }
 
+/// The form control a label names, found as a person finds it: by the label's words.
+async fn by_label(s: &DesktopSession, label: &str) -> fantoccini::elements::Element {
+    let xpath = format!("//label[normalize-space(.)='{label}']");
+    let found = s
+        .client
+        .find(Locator::XPath(&xpath))
+        .await
+        .unwrap_or_else(|e| panic!("no label {label:?}: {e}"));
+    let id = found
+        .attr("for")
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| panic!("the label {label:?} names no control"));
+    s.by_id(&id).await
+}
+
+/// Replace what a text field holds, as a person would: clear it, then type.
+async fn retype(field: &fantoccini::elements::Element, text: &str) {
+    field.clear().await.expect("clear the field");
+    field.send_keys(text).await.expect("type");
+}
+
+async fn open_settings(s: &DesktopSession) {
+    s.click("open-settings").await;
+    s.wait_text(
+        "settings-heading",
+        |t| t == "Settings",
+        "the settings dialog",
+    )
+    .await;
+}
+
+async fn save_settings(s: &DesktopSession) {
+    s.click("settings-save").await;
+    s.wait_text("status", |t| t == "Settings saved and applied.", "the save")
+        .await;
+}
+
+/// The stored policy, as the settings dialog saved it.
+fn saved_policy(s: &DesktopSession) -> serde_json::Value {
+    let policy: String = s
+        .sql()
+        .query_row("SELECT value FROM settings WHERE key = 'policy'", [], |r| {
+            r.get(0)
+        })
+        .expect("a saved policy");
+    serde_json::from_str(&policy).expect("policy json")
+}
+
+/// A row's title cell: the title's own text, whether the column's ellipsis cuts it, and what
+/// follows it (first author and year, the archive mark), each with whether it shows whole
+/// inside the cell and the table's visible width.
+async fn title_cell(s: &DesktopSession, id: &str) -> serde_json::Value {
+    s.js(
+        "const td = document.querySelector(`#job-rows tr[data-id=\"${arguments[0]}\"] td.title`);\
+         if (!td) return null;\
+         const cell = td.getBoundingClientRect();\
+         const shown = td.closest('.table-wrap').getBoundingClientRect();\
+         const box = { left: Math.max(cell.left, shown.left), right: Math.min(cell.right, shown.right) };\
+         const title = td.querySelector('.title-text');\
+         const after = Array.from(td.querySelectorAll('.cited-by, .from-archive'), (m) => {\
+           const r = m.getBoundingClientRect();\
+           return { class: m.className, text: m.textContent,\
+                    whole: r.width > 0 && r.left >= box.left && r.right <= box.right + 0.5 };\
+         });\
+         return { title: title ? title.textContent : null,\
+                  cut: title ? title.scrollWidth > title.clientWidth : null, after };",
+        vec![json!(id)],
+    )
+    .await
+}
+
+/// A fact of the details pane: its label and words, each with whether it is shown.
+async fn fact(s: &DesktopSession, id: &str) -> serde_json::Value {
+    s.js(
+        "const dd = document.getElementById(arguments[0]); const dt = dd.previousElementSibling;\
+         return { label: dt.textContent, label_shown: !dt.hidden && dt.getClientRects().length > 0,\
+                  text: dd.textContent, shown: !dd.hidden && dd.getClientRects().length > 0 };",
+        vec![json!(id)],
+    )
+    .await
+}
+
+/// A dead link saved from the Wayback Machine's copy: the fallback is turned on in Settings
+/// (opt-in, found by its label), the link answers 404 and the archive has a snapshot. The row
+/// says "from the archive" after the title; the details pane says of when, and no "Full text"
+/// fact shows for a plain link. Light and dark (screenshots `archived-light`, `archived-dark`).
+#[test]
+fn a_dead_link_saved_from_the_archive_is_marked_so() {
+    use gleaner_tests::scholarly::{self, Publisher, Wayback};
+    gui(async {
+        let publisher = Publisher::start();
+        let wayback = Wayback::start();
+        // Nothing is served there: the publisher answers 404.
+        let link = publisher.url("/blog/2013/field-notes-north-wall");
+        let stamp = "20130919044612";
+        let title = "Field notes: the moss on the north wall";
+        wayback.snapshot(
+            &link,
+            stamp,
+            &scholarly::archived_article(
+                title,
+                "The moss on the north wall had doubled by September.",
+            ),
+        );
+        let data = tempfile::tempdir().expect("data");
+        let s = DesktopSession::launch_in(data.path()).await;
+
+        open_settings(&s).await;
+        let fallback = by_label(&s, "Try the Wayback Machine for links that are gone").await;
+        assert_eq!(
+            fallback.attr("type").await.ok().flatten().as_deref(),
+            Some("checkbox")
+        );
+        assert!(
+            !fallback.is_selected().await.expect("checked?"),
+            "the fallback is off until asked for"
+        );
+        fallback.click().await.expect("tick the fallback");
+        assert!(fallback.is_selected().await.expect("checked?"));
+        let api = by_label(&s, "Wayback Machine availability API").await;
+        assert_eq!(
+            api.prop("value").await.ok().flatten().as_deref(),
+            Some("https://archive.org/wayback/available"),
+            "the real service is the default"
+        );
+        retype(&api, &wayback.api_url()).await;
+        save_settings(&s).await;
+        let policy = saved_policy(&s);
+        assert_eq!(policy["wayback_fallback"], true, "{policy}");
+        assert_eq!(policy["services"]["wayback"], wayback.api_url(), "{policy}");
+
+        s.type_into("urls", &link).await;
+        s.click("add").await;
+        let rows = s
+            .wait_rows(
+                |r| all_status(r, 1, "done"),
+                "the dead link saved from the archive",
+            )
+            .await;
+        assert_eq!(wayback.asked_about(), [link.as_str()]);
+        assert_eq!(wayback.hits(&Wayback::raw_path(stamp, &link)), 1);
+        let id = rows[0]["id"].clone();
+        let cell = title_cell(&s, &id).await;
+        assert_eq!(cell["title"], title, "{cell}");
+        assert_eq!(
+            cell["after"],
+            json!([{ "class": "from-archive", "text": "from the archive", "whole": true }]),
+            "the mark, whole, after the title: {cell}"
+        );
+        assert!(col(&rows[0], "Last error").is_empty(), "{rows:?}");
+
+        select_row(&s, &id).await;
+        // The snapshot's time (`stamp`), as the pane writes it on every machine.
+        let at = "2013-09-19 04:46 UTC";
+        s.wait_text(
+            "d-archived",
+            |t| t == format!("from the archive, as of {at}"),
+            "the archived copy's time",
+        )
+        .await;
+        let archived = fact(&s, "d-archived").await;
+        assert_eq!(archived["label"], "Archived copy", "{archived}");
+        assert_eq!(archived["label_shown"], true, "{archived}");
+        let full_text = fact(&s, "d-full-text").await;
+        assert_eq!(
+            (&full_text["shown"], &full_text["label_shown"]),
+            (&json!(false), &json!(false)),
+            "a plain link has no full-text question: {full_text}"
+        );
+        // With the details open the table narrows: the mark still shows whole.
+        let cell = title_cell(&s, &id).await;
+        assert_eq!(cell["after"][0]["whole"], true, "{cell}");
+        s.screenshot("archived-light").await;
+        s.finish().await;
+
+        // A dark desktop: the same library, the mark and the fact in dark colours.
+        let s =
+            DesktopSession::launch_in_with_env(data.path(), &[("GTK_THEME", "Adwaita:dark")]).await;
+        let dark = s
+            .js(
+                "return matchMedia('(prefers-color-scheme: dark)').matches;",
+                vec![],
+            )
+            .await;
+        assert_eq!(dark, json!(true), "the page follows the dark desktop");
+        s.wait_rows(|r| all_status(r, 1, "done"), "the saved job")
+            .await;
+        select_row(&s, &id).await;
+        s.wait_text(
+            "d-archived",
+            |t| t == format!("from the archive, as of {at}"),
+            "the archived copy's time",
+        )
+        .await;
+        let cell = title_cell(&s, &id).await;
+        assert_eq!(cell["after"][0]["whole"], true, "{cell}");
+        s.screenshot("archived-dark").await;
+        s.finish().await;
+    });
+}
+
+/// Two DOIs resolved at the resolver set in Settings: one whose landing page names a PDF that is
+/// served, one whose PDF is behind a paywall (403). The table shows each with its first author
+/// and year from the CSL metadata; the details pane says whether the paper's full text was had.
+/// Screenshot `full-text-light`.
+#[test]
+fn a_doi_shows_whether_its_full_text_was_had() {
+    use gleaner_tests::scholarly::{Csl, DoiResolver, Landing, Paper, PdfAnswer, Publisher};
+    gui(async {
+        let resolver = DoiResolver::start();
+        let publisher = Publisher::start();
+        let open = Paper::kucsko();
+        let paywalled = Paper::okafor("10.5555/fluvial.2023.101");
+        for (paper, slug, pdf) in [
+            (&open, "nature12373", PdfAnswer::Pdf),
+            (&paywalled, "fluvial-2023-101", PdfAnswer::Forbidden),
+        ] {
+            let landing = format!("/articles/{slug}");
+            let pdf_path = format!("/articles/{slug}.pdf");
+            publisher.landing(
+                &landing,
+                Landing::for_paper(paper).pdf_meta(&publisher.url(&pdf_path)),
+            );
+            publisher.pdf(&pdf_path, pdf);
+            resolver.register(&paper.doi, &publisher.url(&landing), Csl::Item(paper.csl()));
+        }
+        let s = DesktopSession::launch().await;
+        open_settings(&s).await;
+        let doi = by_label(&s, "DOI resolver").await;
+        assert_eq!(
+            doi.prop("value").await.ok().flatten().as_deref(),
+            Some("https://doi.org")
+        );
+        retype(&doi, &resolver.base()).await;
+        save_settings(&s).await;
+        assert_eq!(
+            saved_policy(&s)["services"]["doi_resolver"],
+            resolver.base()
+        );
+
+        let dois = [
+            format!("doi:{}", open.doi),
+            format!("doi:{}", paywalled.doi),
+        ];
+        s.type_into("urls", &dois.join("\n")).await;
+        s.click("add").await;
+        s.wait_text(
+            "add-summary",
+            |t| t == "2 links queued, 0 duplicates, 0 rejected.",
+            "the DOIs to be queued",
+        )
+        .await;
+        let rows = s
+            .wait_rows(|r| all_status(r, 2, "done"), "both DOIs done")
+            .await;
+        let row = |doi: &str| {
+            rows.iter()
+                .find(|r| col(r, "URL") == doi)
+                .unwrap_or_else(|| panic!("no row shows {doi} as its URL: {rows:#?}"))
+        };
+        let (first, second) = (row(&dois[0]), row(&dois[1]));
+        assert_eq!(
+            col(first, "Title"),
+            format!("{} · Kucsko et al., 2013", open.title)
+        );
+        assert_eq!(
+            col(second, "Title"),
+            format!("{} · Okafor et al., 2023", paywalled.title)
+        );
+        assert_eq!(publisher.hits("/articles/fluvial-2023-101.pdf"), 1);
+        // A paper's title fills the column by itself: the title is what the ellipsis cuts, and
+        // who and when still show after it.
+        for (row, by) in [
+            (first, "Kucsko et al., 2013"),
+            (second, "Okafor et al., 2023"),
+        ] {
+            let cell = title_cell(&s, &row["id"]).await;
+            assert_eq!(
+                cell["after"],
+                json!([{ "class": "cited-by", "text": format!(" · {by}"), "whole": true }]),
+                "{cell}"
+            );
+        }
+
+        select_row(&s, &second["id"]).await;
+        s.wait_text(
+            "d-full-text",
+            |t| t == "no: the landing page and its abstract are kept",
+            "the paywalled paper's full-text fact",
+        )
+        .await;
+        let full_text = fact(&s, "d-full-text").await;
+        assert_eq!(full_text["label"], "Full text", "{full_text}");
+        assert_eq!(full_text["label_shown"], true, "{full_text}");
+        assert_eq!(fact(&s, "d-archived").await["shown"], false);
+        assert_eq!(
+            s.text("d-authors").await,
+            paywalled.author_names().join("; ")
+        );
+
+        select_row(&s, &first["id"]).await;
+        s.wait_text(
+            "d-full-text",
+            |t| t == "yes, from the PDF (kept beside the document)",
+            "the open paper's full-text fact",
+        )
+        .await;
+        let full_text = fact(&s, "d-full-text").await;
+        assert_eq!(full_text["label_shown"], true, "{full_text}");
+        assert_eq!(fact(&s, "d-archived").await["shown"], false);
+        assert_eq!(s.text("d-issued").await, "2013-08-01");
+        assert_eq!(s.text("d-container").await, "Nature");
+        s.screenshot("full-text-light").await;
+        s.finish().await;
+    });
+}
+
 #[test]
 fn a_big_dropped_file_is_sent_in_pieces_and_only_counts_come_back() {
     gui(async {
