@@ -262,6 +262,15 @@ fn fail_in(
     Ok(Some(failed))
 }
 
+/// A step's outcome as committed: it held (the job was still this worker's) or came too late.
+fn done_or_discarded(held: bool) -> Settled {
+    if held {
+        Settled::Done
+    } else {
+        Settled::Discarded
+    }
+}
+
 /// Whether this failure would end the job dead: its decision under the budget in force.
 fn would_die(
     tx: &Transaction<'_>,
@@ -517,41 +526,21 @@ impl Store {
             for (claimed, finish) in finished.iter() {
                 let result = match finish {
                     Finish::Success(success) => {
-                        if complete_in(tx, claimed, success, policy, now)? {
-                            Settled::Done
-                        } else {
-                            Settled::Discarded
-                        }
+                        done_or_discarded(complete_in(tx, claimed, success, policy, now)?)
                     }
                     // A PDF whose budget is spent leaves the job done with its landing page.
                     Finish::Failure { failure, unit }
                         if claimed.stage == Some(Stage::Pdf)
                             && would_die(tx, claimed, failure, policy, now, *unit)? =>
                     {
-                        if kept_in(tx, claimed, failure, now)? {
-                            Settled::Done
-                        } else {
-                            Settled::Discarded
-                        }
+                        done_or_discarded(kept_in(tx, claimed, failure, now)?)
                     }
                     Finish::Failure { failure, unit } => {
                         fail_in(tx, claimed, failure, policy, now, *unit)?
                             .map_or(Settled::Discarded, Settled::Failed)
                     }
-                    Finish::Next(next) => {
-                        if next_in(tx, claimed, next, now)? {
-                            Settled::Done
-                        } else {
-                            Settled::Discarded
-                        }
-                    }
-                    Finish::Kept(failure) => {
-                        if kept_in(tx, claimed, failure, now)? {
-                            Settled::Done
-                        } else {
-                            Settled::Discarded
-                        }
-                    }
+                    Finish::Next(next) => done_or_discarded(next_in(tx, claimed, next, now)?),
+                    Finish::Kept(failure) => done_or_discarded(kept_in(tx, claimed, failure, now)?),
                     Finish::Offline(failure) => {
                         put_back_in(tx, claimed, failure, now, PutBack::Offline)?
                             .map_or(Settled::Discarded, Settled::Offline)
