@@ -11,7 +11,7 @@ use super::extract::{self, DocKind, Document, ExtractError};
 use super::fetch::Fetched;
 use super::intake;
 use super::intake::Identifier;
-use super::queue::{Reference, Stage, rfc3339};
+use super::queue::{Indexed, Reference, Stage, rfc3339};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LibraryError {
@@ -60,6 +60,10 @@ pub struct Saved {
     pub reference: Reference,
     /// The PDF a landing page names.
     pub pdf_url: Option<String>,
+    /// What the search index takes of it: the document's text (without its front matter),
+    /// and its authors (or the page's byline) as one line.
+    pub text: String,
+    pub authors: String,
 }
 
 /// Where a body came from, for the document's front matter.
@@ -190,6 +194,11 @@ impl Library {
             body
         );
         write_atomic(&dir, &path, text.as_bytes())?;
+        let authors = if reference.authors.is_empty() {
+            doc.byline.clone().unwrap_or_default()
+        } else {
+            reference.authors.join("; ")
+        };
         Ok(Saved {
             path,
             title,
@@ -197,7 +206,72 @@ impl Library {
             kind: doc.kind,
             pdf_url: doc.pdf_url.clone(),
             reference,
+            text: body,
+            authors,
         })
+    }
+}
+
+impl Library {
+    /// Every document in the library folder, for a rebuild of the search index: its job, its
+    /// path and what the index takes of it, in batches of `batch` for `f`. A file that is not
+    /// one of ours (no front matter naming a job) is passed over. How many files were ours.
+    pub fn each_document<E: From<LibraryError>>(
+        &self,
+        batch: usize,
+        mut f: impl FnMut(&[(i64, String, Indexed)]) -> Result<(), E>,
+    ) -> Result<u64, E> {
+        let Ok(hosts) = std::fs::read_dir(&self.root) else {
+            return Ok(0);
+        };
+        let mut pending = Vec::with_capacity(batch);
+        let mut seen = 0;
+        for host in hosts {
+            let host = host.map_err(|e| E::from(io_err(&self.root)(e)))?;
+            let Ok(files) = std::fs::read_dir(host.path()) else {
+                continue;
+            };
+            for file in files {
+                let file = file.map_err(|e| E::from(io_err(&host.path())(e)))?;
+                let path = file.path();
+                if path.extension().is_none_or(|e| e != "md") {
+                    continue;
+                }
+                let Ok(text) = std::fs::read_to_string(&path) else {
+                    continue;
+                };
+                let Some((meta, body)) = read_document(&text) else {
+                    continue;
+                };
+                let Some(job_id) = meta.get("job_id").and_then(serde_json::Value::as_i64) else {
+                    continue;
+                };
+                let field = |k: &str| meta.get(k).and_then(|v| v.as_str()).map(str::to_string);
+                let authors = match meta.get("authors").and_then(|v| v.as_array()) {
+                    Some(list) => list
+                        .iter()
+                        .filter_map(|a| a.as_str())
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                    None => field("byline").unwrap_or_default(),
+                };
+                let doc = Indexed {
+                    title: field("title").unwrap_or_default(),
+                    authors,
+                    body: body.to_string(),
+                };
+                pending.push((job_id, path.to_string_lossy().into_owned(), doc));
+                seen += 1;
+                if pending.len() >= batch {
+                    f(&pending)?;
+                    pending.clear();
+                }
+            }
+        }
+        if !pending.is_empty() {
+            f(&pending)?;
+        }
+        Ok(seen)
     }
 }
 

@@ -23,9 +23,10 @@ mod types;
 
 pub use error::{QueueError, Result};
 pub use types::{
-    ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, HostCount,
-    HostState, Job, JobFilter, Liveness, NewJob, Next, OfflineState, PausedHost, Reference,
-    Settled, Stage, StallKind, StallState, Stats, Status, Step, Success, rfc3339,
+    ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, Hit,
+    HostCount, HostState, Indexed, Job, JobFilter, Liveness, NewJob, Next, OfflineState,
+    PausedHost, Reference, Reindexed, Settled, Stage, StallKind, StallState, Stats, Status, Step,
+    Success, rfc3339,
 };
 
 /// Wake-ups from other processes last as long as this is kept (see [`Queue::subscribe`]).
@@ -179,6 +180,18 @@ pub trait Queue: Send + Sync + std::fmt::Debug {
     fn cancel(&self, ids: &[i64], now: Millis) -> Result<Vec<ActionResult>>;
     /// Remove jobs and their history; a running job is refused.
     fn delete(&self, ids: &[i64]) -> Result<Vec<ActionResult>>;
+
+    // Search.
+
+    /// The library's documents that match `query`, best first, at most `limit`. Any text is a
+    /// query: what the index's syntax cannot parse is searched as plain words.
+    fn search(&self, query: &str, limit: u32) -> Result<Vec<Hit>>;
+    /// Empty the index, before it is rebuilt from the library folder.
+    fn clear_index(&self) -> Result<()>;
+    /// Index documents read back from the library, `(job id, path, text)`, in one
+    /// transaction; a rebuild passes the folder a piece at a time. Only a job's newest version
+    /// (the path its row names) is indexed.
+    fn reindex(&self, documents: &[(i64, String, Indexed)]) -> Result<Reindexed>;
 
     // Hosts and the queue.
 

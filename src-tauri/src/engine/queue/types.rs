@@ -359,6 +359,41 @@ pub struct Success {
     /// The job's metadata as the page filled it in, replacing what was stored; `None` leaves
     /// it (a plain page).
     pub reference: Option<Box<Reference>>,
+    /// The document's searchable text, indexed with the success (replacing the job's older
+    /// version); `None` leaves the index as it is.
+    pub index: Option<Box<Indexed>>,
+}
+
+/// What the search index holds of a job's document.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Indexed {
+    pub title: String,
+    /// The authors, or a page's byline, as one line.
+    pub authors: String,
+    /// The document's text (Markdown).
+    pub body: String,
+}
+
+/// One search result, best first. Serializes to the CLI's `search --json` object.
+#[derive(Debug, Clone, Serialize)]
+pub struct Hit {
+    pub job_id: i64,
+    pub url: String,
+    pub title: Option<String>,
+    pub document: Option<String>,
+    /// The matched words in context, each between `**`.
+    pub snippet: String,
+    /// Relevance (BM25, title and authors weighted above the text): higher is better.
+    pub score: f64,
+}
+
+/// What `Queue::reindex` did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Reindexed {
+    /// Documents indexed: the newest version of a job.
+    pub indexed: u64,
+    /// Files passed over: an older version, or a job no longer in the queue.
+    pub passed_over: u64,
 }
 
 /// A failed attempt after its transaction committed: the row as stored and why.

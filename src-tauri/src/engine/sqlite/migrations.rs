@@ -48,6 +48,7 @@ pub fn migrations() -> Migrations<'static> {
         M::up(include_str!(
             "../../../migrations/0018_resolution_stages.sql"
         )),
+        M::up(include_str!("../../../migrations/0019_search_index.sql")),
     ])
 }
 
@@ -151,7 +152,7 @@ mod tests {
         let v: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .expect("version");
-        assert_eq!(v, 18, "brought up to the latest version");
+        assert_eq!(v, 19, "brought up to the latest version");
         let (url, notified): (String, i64) = conn
             .query_row("SELECT url, dead_notified FROM jobs", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))

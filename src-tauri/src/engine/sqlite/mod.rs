@@ -22,6 +22,7 @@ mod outcomes;
 mod queue_impl;
 mod reads;
 mod rows;
+mod search;
 mod stall;
 #[cfg(test)]
 pub(crate) mod testing;

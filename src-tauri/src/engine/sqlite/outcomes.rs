@@ -10,6 +10,7 @@ use super::Store;
 use super::claim::claim_many;
 use super::hosts::queue_paused;
 use super::rows::{JOB_COLUMNS, job_from_row, kind_str, load_job, status_of};
+use super::search::index_in;
 use crate::engine::queue::{
     ClaimRequest, Claimed, Failed, Finish, Job, Liveness, Next, QueueError, Result, Settled, Stage,
     Step, Success,
@@ -73,6 +74,9 @@ fn complete_in(
             .and_then(|r| serde_json::to_string(r).ok())
     ])?;
     let done = changed == 1;
+    if done && let Some(doc) = &success.index {
+        index_in(tx, claimed.job_id, doc)?;
+    }
     // The done row is also the attempt's history (migration 0014); a result that came too
     // late gets a row in `attempt_log`.
     if !done {
@@ -127,6 +131,12 @@ fn next_in(tx: &Transaction<'_>, claimed: &Claimed, next: &Next, now: Millis) ->
         delay_ms: Some(0),
     };
     end_attempt(tx, &AttemptRef::from(claimed), now, &end, changed == 0)?;
+    // A landing page is searchable while its PDF waits: the job has a document.
+    if changed == 1
+        && let Some(doc) = saved.and_then(|s| s.index.as_deref())
+    {
+        index_in(tx, claimed.job_id, doc)?;
+    }
     Ok(changed == 1)
 }
 
@@ -700,6 +710,7 @@ mod tests {
             content_type: None,
             sha256: None,
             reference: None,
+            index: None,
         };
         let step = s
             .step(

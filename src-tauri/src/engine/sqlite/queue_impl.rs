@@ -10,9 +10,9 @@ use super::Store;
 use crate::engine::clock::{Millis, Reading};
 use crate::engine::policy::{HostIntervals, Policy};
 use crate::engine::queue::{
-    ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, HostCount,
-    HostState, Job, JobFilter, Liveness, NewJob, OfflineState, Queue, Result, StallState, Stats,
-    Step, Subscription,
+    ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, Hit,
+    HostCount, HostState, Indexed, Job, JobFilter, Liveness, NewJob, OfflineState, Queue,
+    Reindexed, Result, StallState, Stats, Step, Subscription,
 };
 
 impl Queue for Store {
@@ -160,6 +160,18 @@ impl Queue for Store {
 
     fn delete(&self, ids: &[i64]) -> Result<Vec<ActionResult>> {
         Store::delete(self, ids)
+    }
+
+    fn search(&self, query: &str, limit: u32) -> Result<Vec<Hit>> {
+        Store::search(self, query, limit)
+    }
+
+    fn clear_index(&self) -> Result<()> {
+        Store::clear_index(self)
+    }
+
+    fn reindex(&self, documents: &[(i64, String, Indexed)]) -> Result<Reindexed> {
+        Store::reindex(self, documents)
     }
 
     fn pause_host(&self, host: &str, now: Millis) -> Result<()> {

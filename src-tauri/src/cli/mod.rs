@@ -13,6 +13,8 @@ use clap::{Args, Parser, Subcommand};
 use crate::engine::clock::{Clock, SystemClock};
 use crate::engine::intake::{self, Found, printable};
 use crate::engine::library::Library;
+
+mod library;
 use crate::engine::policy::{self, Policy};
 use crate::engine::queue::{
     self, ActionResult, Enqueued, Job, JobFilter, Queue, Stage, StallKind, StallState, Status,
@@ -134,6 +136,23 @@ pub enum Command {
         #[arg(long, value_name = "F")]
         output: Option<PathBuf>,
     },
+    /// Search the library: documents ranked by how well they match, with the matched words
+    /// in context. Any text is a query; FTS5 syntax (phrases, `word*`, OR, NEAR) works where it
+    /// parses, and anything else is searched as plain words.
+    Search {
+        #[arg(required = true, value_name = "QUERY")]
+        query: Vec<String>,
+        /// At most this many hits.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000), value_name = "N")]
+        limit: u32,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The library folder.
+    Library {
+        #[command(subcommand)]
+        command: LibraryCommand,
+    },
     /// Run the worker without a window.
     Run {
         /// Exit once no job is pending or running.
@@ -159,6 +178,12 @@ pub enum Command {
     Pause,
     /// Resume the whole queue.
     Resume,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LibraryCommand {
+    /// Rebuild the search index from the documents in the library folder.
+    Reindex,
 }
 
 #[derive(Debug, Subcommand)]
@@ -483,7 +508,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             batch,
             refetch,
         } => add(&*store, &policy, urls, file, batch, refetch, now),
-        Command::Export { format: _, output } => export(&*store, output),
+        Command::Export { format: _, output } => library::export(&*store, output),
+        Command::Search { query, limit, json } => library::search(&*store, &query, limit, json),
+        Command::Library {
+            command: LibraryCommand::Reindex,
+        } => library::reindex(&*store, &Library::new(data_dir.join("library"))),
         Command::Run { until_idle } => run_worker(store, &data_dir, cli.policy.clone(), until_idle),
         Command::Stats { json } => stats(&*store, json, now),
         Command::Jobs { command } => jobs(&*store, &policy, command, now),
@@ -734,24 +763,6 @@ async fn shutdown_signal() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
-}
-
-fn export(store: &dyn Queue, output: Option<PathBuf>) -> anyhow::Result<ExitCode> {
-    let mut out: Box<dyn std::io::Write> = match &output {
-        Some(path) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(path)
-                .with_context(|| format!("cannot create {}", path.display()))?,
-        )),
-        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
-    };
-    let written = crate::engine::export::export_jsonl(store, &mut out)?;
-    if output.is_some() {
-        eprintln!(
-            "exported {written} document{}",
-            if written == 1 { "" } else { "s" }
-        );
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn hosts(store: &dyn Queue, command: HostsCommand, now: i64) -> anyhow::Result<ExitCode> {
