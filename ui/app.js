@@ -30,6 +30,15 @@ function plural(n, word) {
   return `${n.toLocaleString()} ${word}${n === 1 ? '' : 's'}`;
 }
 
+// What each stage of a reference's resolution asked for, as the attempt history says it.
+const STAGE_WORDS = {
+  csl: 'metadata',
+  landing: 'landing page',
+  pdf: 'PDF',
+  wayback: 'archive lookup',
+  archived: 'archived copy',
+};
+
 // Words a person uses for the engine's error classes and attempt outcomes.
 const CLASS_WORDS = {
   transient: 'temporary failure',
@@ -692,7 +701,8 @@ function renderDetails(d) {
     tr.append(
       el('td', 'num', a.number),
       el('td', '', localTime(a.started_at)),
-      el('td', '', a.outcome ? (OUTCOME_WORDS[a.outcome] ?? a.outcome) : 'in flight'),
+      el('td', '', (a.outcome ? (OUTCOME_WORDS[a.outcome] ?? a.outcome) : 'in flight')
+        + (a.stage ? ` (${STAGE_WORDS[a.stage] ?? a.stage})` : '')),
       el('td', 'num', a.http_status ?? ''),
       el('td', 'error', a.error ?? ''),
       el('td', '', waited),

@@ -45,8 +45,7 @@ const NEXT_STAGE_SQL: &str = "UPDATE jobs SET status = 'pending', run_at = ?3, s
 const KEPT_SQL: &str = "UPDATE jobs SET status = 'done', lease_owner = NULL, \
          finished_by = lease_owner, lease_until = NULL, error_class = NULL, error = NULL, \
          updated_at = ?3, finished_at = ?3, attempt_started_at = NULL, stage = 'landing' \
-     WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?4 \
-       AND document IS NOT NULL";
+     WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?4";
 
 /// Record a success if the job is still this worker's; whether it was.
 fn complete_in(
