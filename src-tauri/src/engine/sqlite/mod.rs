@@ -23,6 +23,7 @@ mod queue_impl;
 mod reads;
 mod rows;
 mod search;
+mod stages;
 mod stall;
 #[cfg(test)]
 pub(crate) mod testing;
