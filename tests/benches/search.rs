@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use gleaner::engine::policy::{NO_INTERVALS, Policy};
-use gleaner::engine::queue::{ClaimRequest, Finish, Indexed, NewJob, Success};
+use gleaner::engine::queue::{ClaimRequest, Finish, Indexed, NewJob, Queue as _, Success};
 use gleaner::engine::sqlite::{Store, db_path};
 
 const QUERIES: usize = 200;
@@ -79,6 +79,7 @@ fn document(rng: &mut Rng, vocab: &[String]) -> Indexed {
         title: sentence(rng, vocab, 6),
         authors: format!("{}, {}", sentence(rng, vocab, 1), sentence(rng, vocab, 1)),
         body,
+        ..Indexed::default()
     }
 }
 

@@ -79,7 +79,23 @@ fn fetched_pages_are_searched_ranked_with_their_words_in_context() {
     keys.sort_unstable();
     assert_eq!(
         keys,
-        ["document", "job_id", "score", "snippet", "title", "url"]
+        [
+            "authors",
+            "batch",
+            "batch_id",
+            "container",
+            "document",
+            "host",
+            "job_id",
+            "kind",
+            "pdf",
+            "score",
+            "snippet",
+            "tags",
+            "title",
+            "url",
+            "year"
+        ]
     );
     assert_eq!(hits[0]["title"], "Bedload in braided rivers");
     assert!(

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
+use crate::engine::export::{self, Format, Selection};
 use crate::engine::library::Library;
 use crate::engine::queue::Queue;
 
@@ -37,6 +38,9 @@ pub fn search(
             hit.score
         );
         println!("     {}", printable(&hit.url));
+        if !hit.tags.is_empty() {
+            println!("     tags: {}", printable(&hit.tags.join(", ")));
+        }
         println!("     {}", printable(&hit.snippet.replace('\n', " ")));
         if let Some(d) = &hit.document {
             println!("     {d}");
@@ -45,23 +49,55 @@ pub fn search(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Write the library as JSON lines, to `output` or standard output.
-pub fn export(store: &dyn Queue, output: Option<PathBuf>) -> anyhow::Result<ExitCode> {
-    let mut out: Box<dyn std::io::Write> = match &output {
-        Some(path) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(path)
-                .with_context(|| format!("cannot create {}", path.display()))?,
-        )),
-        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+/// Write the selected documents in `format` to `output` (atomically: a temporary file beside
+/// it, renamed over it once complete) or to standard output. A job named with `--jobs` that
+/// cannot go out is named on stderr; the rest still go out, and the exit is 1.
+pub fn export(
+    store: &dyn Queue,
+    format: Format,
+    selection: &Selection,
+    output: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    let summary = match &output {
+        Some(path) => {
+            let dir = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => PathBuf::from("."),
+            };
+            let tmp = tempfile::NamedTempFile::new_in(&dir)
+                .with_context(|| format!("cannot write in {}", dir.display()))?;
+            let mut out = std::io::BufWriter::new(tmp);
+            let summary = export::export(store, format, selection, &mut out)?;
+            let tmp = out
+                .into_inner()
+                .map_err(|e| e.into_error())
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            tmp.persist(path)
+                .map_err(|e| e.error)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            summary
+        }
+        None => {
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            export::export(store, format, selection, &mut out)?
+        }
     };
-    let written = crate::engine::export::export_jsonl(store, &mut out)?;
-    if output.is_some() {
+    for u in &summary.unusable {
+        eprintln!("job {}: {}", u.job_id, u.reason);
+    }
+    if let Some(path) = &output {
         eprintln!(
-            "exported {written} document{}",
-            if written == 1 { "" } else { "s" }
+            "exported {} document{} to {}",
+            summary.written,
+            if summary.written == 1 { "" } else { "s" },
+            path.display()
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if summary.unusable.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// Rebuild the search index from the library folder.

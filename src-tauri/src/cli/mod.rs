@@ -11,6 +11,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 
 use crate::engine::clock::{Clock, SystemClock};
+use crate::engine::export;
 use crate::engine::intake::{self, Found, printable};
 use crate::engine::library::Library;
 
@@ -30,6 +31,8 @@ macro_rules! println {
         writeln!(std::io::stdout().lock(), $($arg)*)?
     }};
 }
+
+mod tags;
 
 #[derive(Debug, Parser)]
 #[command(name = "gleaner", version, about = "Pull web pages into a local knowledge base.", long_about = None)]
@@ -127,14 +130,21 @@ pub enum Command {
         #[arg(long)]
         refetch: bool,
     },
-    /// Write the library for downstream tools: one JSON object per document (metadata and text).
+    /// Write the library for downstream tools: JSON Lines (metadata and text), or citations
+    /// (BibTeX for biblatex, CSL-JSON, RIS) with a stable, unique key per document.
     Export {
-        /// Output format; jsonl is the one there is.
-        #[arg(long, default_value = "jsonl", value_parser = ["jsonl"])]
+        /// jsonl: one JSON object per document; bibtex, csljson, ris: one citation per document.
+        #[arg(long, default_value = "jsonl", value_parser = export::Format::NAMES)]
         format: String,
-        /// Write here instead of standard output.
+        /// Write here (atomically) instead of standard output.
         #[arg(long, value_name = "F")]
         output: Option<PathBuf>,
+        /// Only these jobs, e.g. 3,5,9 (an id without a document is named on stderr, exit 1).
+        #[arg(long, value_name = "IDS", value_delimiter = ',', num_args = 1.., conflicts_with = "search")]
+        jobs: Option<Vec<i64>>,
+        /// Only the documents a library search for QUERY finds (as `gleaner search`).
+        #[arg(long, value_name = "QUERY")]
+        search: Option<String>,
     },
     /// Search the library: documents ranked by how well they match, with the matched words
     /// in context. Any text is a query; FTS5 syntax (phrases, `word*`, OR, NEAR) works where it
@@ -145,6 +155,19 @@ pub enum Command {
         /// At most this many hits.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000), value_name = "N")]
         limit: u32,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Tags: every tag with its job count; a job's tags (ID); or change them (--add, --remove).
+    Tags {
+        /// A job's id.
+        id: Option<i64>,
+        /// Tags to give the job.
+        #[arg(long, requires = "id", num_args = 1.., value_name = "TAG")]
+        add: Vec<String>,
+        /// Tags to take from the job (matched without regard to case).
+        #[arg(long, requires = "id", num_args = 1.., value_name = "TAG")]
+        remove: Vec<String>,
         #[arg(long)]
         json: bool,
     },
@@ -508,8 +531,35 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             batch,
             refetch,
         } => add(&*store, &policy, urls, file, batch, refetch, now),
-        Command::Export { format: _, output } => library::export(&*store, output),
+        Command::Export {
+            format,
+            output,
+            jobs,
+            search,
+        } => {
+            let selection = match (jobs, search) {
+                (Some(ids), _) => export::Selection::Jobs(ids),
+                (None, Some(query)) => export::Selection::Search(query),
+                (None, None) => export::Selection::All,
+            };
+            library::export(&*store, format.parse()?, &selection, output)
+        }
         Command::Search { query, limit, json } => library::search(&*store, &query, limit, json),
+        Command::Tags {
+            id,
+            add,
+            remove,
+            json,
+        } => tags::tags(
+            &*store,
+            &Library::new(data_dir.join("library")),
+            tags::TagsArgs {
+                id,
+                add,
+                remove,
+                json,
+            },
+        ),
         Command::Library {
             command: LibraryCommand::Reindex,
         } => library::reindex(&*store, &Library::new(data_dir.join("library"))),

@@ -22,7 +22,7 @@ use crate::engine::worker::Worker;
 /// Rows per page of the job table: the webview never holds the whole queue.
 const PAGE_MAX: u32 = 500;
 
-fn store_error(what: &str) -> impl Fn(QueueError) -> String + '_ {
+pub(super) fn store_error(what: &str) -> impl Fn(QueueError) -> String + '_ {
     move |e| {
         tracing::warn!(error = %e, "{what}");
         format!("{what}: {e}")
@@ -32,7 +32,7 @@ fn store_error(what: &str) -> impl Fn(QueueError) -> String + '_ {
 /// Run a query on the blocking pool. Synchronous commands run on the main thread, one after
 /// another; the window's opening reads (counts, first page, filter menus) then queue behind
 /// each other and behind the UI itself.
-async fn off_main<T: Send + 'static>(
+pub(super) async fn off_main<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, String> + Send + 'static,
 ) -> Result<T, String> {
     tauri::async_runtime::spawn_blocking(f)
@@ -41,7 +41,7 @@ async fn off_main<T: Send + 'static>(
 }
 
 /// The job, or a sentence saying it could not be read or no longer exists.
-fn job_or_gone(store: &dyn Queue, id: i64) -> Result<Job, String> {
+pub(super) fn job_or_gone(store: &dyn Queue, id: i64) -> Result<Job, String> {
     store
         .job(id)
         .map_err(store_error("Could not read the job"))?
@@ -711,15 +711,43 @@ pub fn save_settings(
 pub struct Exported {
     path: String,
     documents: usize,
+    /// The format written: jsonl, bibtex, csljson or ris.
+    format: &'static str,
+    /// Chosen jobs that could not go out, and why.
+    unusable: Vec<crate::engine::export::Unusable>,
 }
 
-/// Write the library as JSON Lines to `<data-dir>/exports/library-<time>.jsonl`, atomically.
+/// Write the library, or the chosen jobs, or what a library search finds, to
+/// `<data-dir>/exports/library-<time>.<ext>` atomically: JSON Lines (the default), BibTeX,
+/// CSL-JSON or RIS.
 #[tauri::command]
-pub async fn export_library(state: State<'_, DesktopState>) -> Result<Exported, String> {
+pub async fn export_library(
+    format: Option<String>,
+    jobs: Option<Vec<i64>>,
+    query: Option<String>,
+    state: State<'_, DesktopState>,
+) -> Result<Exported, String> {
+    use crate::engine::export::{self, Format, Selection};
+    let format: Format = match format.as_deref() {
+        None => Format::Jsonl,
+        Some(name) => name.parse().map_err(|e| format!("{e}"))?,
+    };
+    let query = query.filter(|q| !q.trim().is_empty());
+    let selection = match (jobs, query) {
+        (Some(_), Some(_)) => {
+            return Err("Export either the chosen jobs or a search, not both.".into());
+        }
+        (Some(ids), None) if ids.is_empty() => {
+            return Err("Choose at least one job to export.".into());
+        }
+        (Some(ids), None) => Selection::Jobs(ids),
+        (None, Some(q)) => Selection::Search(q),
+        (None, None) => Selection::All,
+    };
     let store = state.store.clone();
     let dir = state.data_dir.join("exports");
     let stamp = rfc3339(SystemClock.now_ms()).replace([':', '.'], "-");
-    let path = dir.join(format!("library-{stamp}.jsonl"));
+    let path = dir.join(format!("library-{stamp}.{}", format.extension()));
     // Reading every document takes a while on a big library: off the async runtime.
     tauri::async_runtime::spawn_blocking(move || {
         let fail =
@@ -727,14 +755,23 @@ pub async fn export_library(state: State<'_, DesktopState>) -> Result<Exported, 
         std::fs::create_dir_all(&dir).map_err(|e| fail(&e))?;
         let tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| fail(&e))?;
         let mut out = std::io::BufWriter::new(tmp);
-        let documents =
-            crate::engine::export::export_jsonl(&*store, &mut out).map_err(|e| fail(&e))?;
+        let summary =
+            export::export(&*store, format, &selection, &mut out).map_err(|e| fail(&e))?;
         let tmp = out.into_inner().map_err(|e| fail(&e.into_error()))?;
         tmp.persist(&path).map_err(|e| fail(&e.error))?;
-        tracing::info!(documents, path = %path.display(), "library exported");
+        let name = format.name();
+        tracing::info!(
+            documents = summary.written,
+            unusable = summary.unusable.len(),
+            format = name,
+            path = %path.display(),
+            "library exported"
+        );
         Ok(Exported {
             path: path.to_string_lossy().into_owned(),
-            documents,
+            documents: summary.written,
+            format: name,
+            unusable: summary.unusable,
         })
     })
     .await
@@ -797,7 +834,7 @@ pub fn open_in_browser<R: Runtime>(
 }
 
 /// `path` canonicalized, if it lies inside `root`; a sentence otherwise.
-fn inside_library(root: &Path, path: &Path) -> Result<std::path::PathBuf, String> {
+pub(super) fn inside_library(root: &Path, path: &Path) -> Result<std::path::PathBuf, String> {
     let missing = |e: std::io::Error| format!("The document {} is gone: {e}", path.display());
     let real = path.canonicalize().map_err(missing)?;
     let root = root

@@ -60,10 +60,9 @@ pub struct Saved {
     pub reference: Reference,
     /// The PDF a landing page names.
     pub pdf_url: Option<String>,
-    /// What the search index takes of it: the document's text (without its front matter),
-    /// and its authors (or the page's byline) as one line.
-    pub text: String,
-    pub authors: String,
+    /// What the search index and the Library list take of it: the document's text (without
+    /// its front matter), its authors (or the page's byline), year, journal or site.
+    pub index: Indexed,
 }
 
 /// Where a body came from, for the document's front matter.
@@ -194,10 +193,25 @@ impl Library {
             body
         );
         write_atomic(&dir, &path, text.as_bytes())?;
-        let authors = if reference.authors.is_empty() {
-            doc.byline.clone().unwrap_or_default()
+        let author_list = if reference.authors.is_empty() {
+            doc.byline.iter().cloned().collect()
         } else {
-            reference.authors.join("; ")
+            reference.authors.clone()
+        };
+        let index = Indexed {
+            title: title.clone().unwrap_or_default(),
+            authors: author_list.join("; "),
+            body,
+            author_list,
+            year: year_of(reference.issued.as_deref(), doc.published.as_deref()),
+            container: reference
+                .container_title
+                .clone()
+                .or_else(|| doc.site_name.clone()),
+            kind: Some(kind_name(doc.kind).to_string()),
+            pdf: fields
+                .pdf
+                .map(|name| dir.join(name).to_string_lossy().into_owned()),
         };
         Ok(Saved {
             path,
@@ -206,8 +220,7 @@ impl Library {
             kind: doc.kind,
             pdf_url: doc.pdf_url.clone(),
             reference,
-            text: body,
-            authors,
+            index,
         })
     }
 }
@@ -247,18 +260,24 @@ impl Library {
                     continue;
                 };
                 let field = |k: &str| meta.get(k).and_then(|v| v.as_str()).map(str::to_string);
-                let authors = match meta.get("authors").and_then(|v| v.as_array()) {
+                let author_list: Vec<String> = match meta.get("authors").and_then(|v| v.as_array())
+                {
                     Some(list) => list
                         .iter()
-                        .filter_map(|a| a.as_str())
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                    None => field("byline").unwrap_or_default(),
+                        .filter_map(|a| a.as_str().map(str::to_string))
+                        .collect(),
+                    None => field("byline").into_iter().collect(),
                 };
                 let doc = Indexed {
                     title: field("title").unwrap_or_default(),
-                    authors,
+                    authors: author_list.join("; "),
                     body: body.to_string(),
+                    author_list,
+                    year: year_of(field("issued").as_deref(), field("published").as_deref()),
+                    container: field("container_title").or_else(|| field("site_name")),
+                    kind: field("kind"),
+                    pdf: field("pdf")
+                        .map(|name| host.path().join(name).to_string_lossy().into_owned()),
                 };
                 pending.push((job_id, path.to_string_lossy().into_owned(), doc));
                 seen += 1;
@@ -313,6 +332,25 @@ fn with_page_meta(reference: Option<&Reference>, doc: &Document) -> Reference {
     r
 }
 
+/// The year the Library list shows: a reference's issued date's, else the page's published
+/// date's.
+fn year_of(issued: Option<&str>, published: Option<&str>) -> Option<String> {
+    issued
+        .and_then(|d| d.get(..4))
+        .filter(|y| y.bytes().all(|b| b.is_ascii_digit()))
+        .map(str::to_string)
+        .or_else(|| published.and_then(issued_of)?.get(..4).map(str::to_string))
+}
+
+fn kind_name(kind: DocKind) -> &'static str {
+    match kind {
+        DocKind::Html => "html",
+        DocKind::Pdf => "pdf",
+        DocKind::Text => "text",
+        DocKind::Raw => "raw",
+    }
+}
+
 /// `YYYY`, `YYYY-MM` or `YYYY-MM-DD` from a page's date (`2013-07-31T…`, `2013/07/31`).
 fn issued_of(date: &str) -> Option<String> {
     let parts: Vec<&str> = date.split(['-', '/', 'T', ' ']).take(3).collect();
@@ -353,12 +391,7 @@ fn front_matter(
 ) -> String {
     let q = |v: &str| serde_json::to_string(v).unwrap_or_else(|_| "\"\"".to_string());
     let opt = |v: &Option<String>| v.as_deref().map_or_else(|| "null".to_string(), q);
-    let kind = match doc.kind {
-        DocKind::Html => "html",
-        DocKind::Pdf => "pdf",
-        DocKind::Text => "text",
-        DocKind::Raw => "raw",
-    };
+    let kind = kind_name(doc.kind);
     let mut out = String::from("---\n");
     for (key, value) in [
         ("url", q(&intake::without_credentials(from.url))),
@@ -755,6 +788,14 @@ mod tests {
         let name = meta["pdf"].as_str().expect("pdf");
         let kept = std::fs::read(paper.path.with_file_name(name)).expect("the PDF beside it");
         assert_eq!(kept, pdf_body);
+        // The Library list names the PDF by its path.
+        let listed = paper
+            .path
+            .with_file_name(name)
+            .to_string_lossy()
+            .into_owned();
+        assert_eq!(paper.index.pdf.as_deref(), Some(listed.as_str()));
+        assert_eq!(page.index.pdf, None, "a landing page has no PDF of its own");
         assert!(
             body.starts_with("## Abstract\n\nA two-season field study"),
             "{body}"
@@ -852,6 +893,93 @@ mod tests {
         let text = std::fs::read_to_string(&plain.path).expect("read");
         for key in ["doi:", "authors:", "tags:", "citation_key:"] {
             assert!(!text.contains(key), "{key} in {text}");
+        }
+    }
+
+    #[test]
+    fn what_the_library_list_shows_is_saved_and_read_back_alike() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let lib = Library::new(dir.path());
+        let reference = Reference {
+            authors: vec!["Kucsko, G.".into(), "Lukin, M. D.".into()],
+            issued: Some("2013-07-31".into()),
+            container_title: Some("Nature".into()),
+            ..Reference::default()
+        };
+        let of_doi = Provenance {
+            url: "doi:10.1038/nature12373",
+            reference: Some(&reference),
+            ..from("")
+        };
+        let text = Fetched {
+            status: 200,
+            final_url: "https://news.example/articles/nature12373".into(),
+            content_type: Some("text/plain".into()),
+            body: b"An abstract.".to_vec(),
+        };
+        let paper = lib
+            .save(&of_doi, &text, SaveOptions::default())
+            .expect("save");
+        let listed = |i: &Indexed| {
+            (
+                i.author_list.clone(),
+                i.year.clone(),
+                i.container.clone(),
+                i.kind.clone(),
+            )
+        };
+        assert_eq!(
+            listed(&paper.index),
+            (
+                vec!["Kucsko, G.".to_string(), "Lukin, M. D.".to_string()],
+                Some("2013".to_string()),
+                Some("Nature".to_string()),
+                Some("text".to_string())
+            )
+        );
+        let page = Fetched {
+            status: 200,
+            final_url: "https://news.example/story".into(),
+            content_type: Some("text/html".into()),
+            body: "<!DOCTYPE html><html><head><title>A story</title>\
+                   <meta name=\"author\" content=\"Jane Doe\">\
+                   <meta property=\"og:site_name\" content=\"The Daily Example\">\
+                   <meta property=\"article:published_time\" content=\"2024-03-05T10:00:00Z\">\
+                   </head><body><article><h1>A story</h1><p>The fair came to town, and the \
+                   thermometers at the stalls all said it was warm for March.</p><p>Another \
+                   paragraph of ordinary words, so that the page reads as an article.</p>\
+                   </article></body></html>"
+                .as_bytes()
+                .to_vec(),
+        };
+        let story = lib
+            .save(
+                &from("https://news.example/story"),
+                &page,
+                SaveOptions::default(),
+            )
+            .expect("save");
+        assert_eq!(
+            listed(&story.index),
+            (
+                vec!["Jane Doe".to_string()],
+                Some("2024".to_string()),
+                Some("The Daily Example".to_string()),
+                Some("html".to_string())
+            )
+        );
+        // A rebuild reads the same from the front matter.
+        let mut read = Vec::new();
+        lib.each_document(10, |docs| -> Result<(), LibraryError> {
+            read.extend(docs.iter().cloned());
+            Ok(())
+        })
+        .expect("read back");
+        for saved in [&paper, &story] {
+            let path = saved.path.to_string_lossy();
+            let (_, _, doc) = read.iter().find(|(_, p, _)| *p == path).expect("read back");
+            assert_eq!(listed(doc), listed(&saved.index), "{path}");
+            assert_eq!(doc.authors, saved.index.authors, "{path}");
         }
     }
 

@@ -8,8 +8,10 @@
 //! - [`worker`]: the async loop that claims, fetches and commits.
 //! - [`extract`]: readable text and metadata from HTML, PDF and text bodies.
 //! - [`library`]: documents written to disk.
-//! - [`export`]: the library as JSON Lines.
+//! - [`render`]: a document's Markdown as safe HTML for the reader.
+//! - [`export`]: the library as JSON Lines, BibTeX, CSL-JSON or RIS.
 //! - [`redact`]: credentials kept out of logs and stored errors.
+//! - [`tags`]: what a tag may be, and tags set by hand in the queue and the document together.
 //! - [`clock`]: the injected notion of "now".
 //! - [`open_lock_file`]: the files whose `flock` keeps processes from stepping on each other.
 
@@ -22,7 +24,9 @@ pub mod library;
 pub mod policy;
 pub mod queue;
 pub mod redact;
+pub mod render;
 pub mod sqlite;
+pub mod tags;
 pub mod worker;
 
 /// Opens (creating if needed) a file that exists to be locked with `File::lock`: the lock,

@@ -24,9 +24,9 @@ mod types;
 pub use error::{QueueError, Result};
 pub use types::{
     ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, Hit,
-    HostCount, HostState, Indexed, Job, JobFilter, Liveness, NewJob, Next, OfflineState,
-    PausedHost, Reference, Reindexed, Settled, Stage, StallKind, StallState, Stats, Status, Step,
-    Success, rfc3339,
+    HostCount, HostState, Indexed, Job, JobFilter, LibraryQuery, Liveness, NewJob, Next,
+    OfflineState, PausedHost, Reference, Reindexed, Settled, Stage, StallKind, StallState, Stats,
+    Status, Step, Success, rfc3339,
 };
 
 /// Wake-ups from other processes last as long as this is kept (see [`Queue::subscribe`]).
@@ -184,14 +184,43 @@ pub trait Queue: Send + Sync + std::fmt::Debug {
     // Search.
 
     /// The library's documents that match `query`, best first, at most `limit`. Any text is a
-    /// query: what the index's syntax cannot parse is searched as plain words.
-    fn search(&self, query: &str, limit: u32) -> Result<Vec<Hit>>;
+    /// query: what the index's syntax cannot parse is searched as plain words. `tag:` terms
+    /// are filters, as in [`Queue::library`]; a query of no words at all finds nothing.
+    fn search(&self, query: &str, limit: u32) -> Result<Vec<Hit>> {
+        if query.split_whitespace().next().is_none() {
+            return Ok(Vec::new());
+        }
+        self.library(&LibraryQuery {
+            text: query.to_string(),
+            limit,
+            ..LibraryQuery::default()
+        })
+    }
+    /// The window's Library view: documents (of jobs that have one) matching `q`, at most
+    /// `q.limit`. Text is ranked as [`Queue::search`] ranks it, after its `tag:` terms are
+    /// taken out as filters (all required, matched without regard to case); with no text
+    /// left, the matching documents come newest job first, each snippet the start of its
+    /// text. The host and batch filters narrow both.
+    fn library(&self, q: &LibraryQuery) -> Result<Vec<Hit>>;
     /// Empty the index, before it is rebuilt from the library folder.
     fn clear_index(&self) -> Result<()>;
     /// Index documents read back from the library, `(job id, path, text)`, in one
     /// transaction; a rebuild passes the folder a piece at a time. Only a job's newest version
     /// (the path its row names) is indexed.
     fn reindex(&self, documents: &[(i64, String, Indexed)]) -> Result<Reindexed>;
+
+    // Tags.
+
+    /// A job's tags, in the order they were set; none for a job that is not there.
+    fn job_tags(&self, job_id: i64) -> Result<Vec<String>>;
+    /// Every tag with how many jobs carry it, most used first (then by name), for the
+    /// window's tag filter and `gleaner tags`.
+    fn tag_counts(&self) -> Result<Vec<(String, u64)>>;
+    /// Replace a job's tags (normalised: [`crate::engine::tags::normalise`]) in one
+    /// transaction, in the tag index and in the job's metadata, so a re-fetch writes them into
+    /// its new document; the tags as kept, or `None` if the job is not there. Tags change
+    /// only here and at intake: a step keeps the tags the job has.
+    fn set_tags(&self, job_id: i64, tags: &[String]) -> Result<Option<Vec<String>>>;
 
     // Hosts and the queue.
 

@@ -364,7 +364,7 @@ pub struct Success {
     pub index: Option<Box<Indexed>>,
 }
 
-/// What the search index holds of a job's document.
+/// What the search index holds of a job's document, and what the Library list shows of it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Indexed {
     pub title: String,
@@ -372,6 +372,44 @@ pub struct Indexed {
     pub authors: String,
     /// The document's text (Markdown).
     pub body: String,
+    /// The authors one by one ("Family, Given"): a reference's, else the page's byline.
+    pub author_list: Vec<String>,
+    /// `YYYY`: a reference's issued date, else the page's published date.
+    pub year: Option<String>,
+    /// The journal, or a web page's site name.
+    pub container: Option<String>,
+    /// What the document was made from: html, pdf, text or raw.
+    pub kind: Option<String>,
+    /// The paper's PDF kept beside the document (a path).
+    pub pdf: Option<String>,
+}
+
+/// What the window's Library view (and `gleaner search`) asks for: every field narrows.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(default)]
+pub struct LibraryQuery {
+    /// Ranked as [`crate::engine::queue::Queue::search`] ranks; `tag:NAME` and
+    /// `tag:"two words"` terms in it are filters. Empty: every document, newest first.
+    pub text: String,
+    /// One more tag every document must have (matched without regard to case).
+    pub tag: Option<String>,
+    /// Exact host, lower case.
+    pub host: Option<String>,
+    pub batch_id: Option<i64>,
+    /// At most this many (50 unless told).
+    pub limit: u32,
+}
+
+impl Default for LibraryQuery {
+    fn default() -> Self {
+        Self {
+            text: String::new(),
+            tag: None,
+            host: None,
+            batch_id: None,
+            limit: 50,
+        }
+    }
 }
 
 /// One search result, best first. Serializes to the CLI's `search --json` object.
@@ -381,10 +419,27 @@ pub struct Hit {
     pub url: String,
     pub title: Option<String>,
     pub document: Option<String>,
-    /// The matched words in context, each between `**`.
+    /// The matched words in context, each between `**`; for a query of no words, the start
+    /// of the text.
     pub snippet: String,
-    /// Relevance (BM25, title and authors weighted above the text): higher is better.
+    /// Relevance (BM25, title and authors weighted above the text): higher is better; 0 for a
+    /// query of no words.
     pub score: f64,
+    /// The host the job was fetched from (a reference's: the site it resolved to).
+    pub host: String,
+    /// "Family, Given", or a page's byline.
+    pub authors: Vec<String>,
+    pub year: Option<String>,
+    /// The journal, or a web page's site name.
+    pub container: Option<String>,
+    pub tags: Vec<String>,
+    /// The batch's name and id.
+    pub batch: Option<String>,
+    pub batch_id: Option<i64>,
+    /// html, pdf, text or raw.
+    pub kind: Option<String>,
+    /// The paper's PDF beside the document (a path).
+    pub pdf: Option<String>,
 }
 
 /// What `Queue::reindex` did.

@@ -5,7 +5,9 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use crate::engine::clock::Millis;
 
 use super::Store;
-use crate::engine::queue::{Enqueued, NewJob, Result, Status, rfc3339};
+use super::tags::add_tags_in;
+use crate::engine::queue::{Enqueued, NewJob, Reference, Result, Status, rfc3339};
+use crate::engine::tags::normalise;
 
 /// The batch that new jobs join.
 #[derive(Debug, Clone, Copy)]
@@ -65,7 +67,16 @@ fn enqueue_in(
                 *batch_id.insert(tx.last_insert_rowid())
             }
         };
+        // Tags are kept normalised, so the tag index and the metadata agree (migration 0020).
+        let tags = match &job.reference {
+            Some(r) if !r.tags.is_empty() => normalise(&r.tags),
+            _ => Vec::new(),
+        };
         let meta = match &job.reference {
+            Some(r) if r.tags != tags => Some(serde_json::to_string(&Reference {
+                tags: tags.clone(),
+                ..(**r).clone()
+            })?),
             Some(r) => Some(serde_json::to_string(r)?),
             None => None,
         };
@@ -80,6 +91,9 @@ fn enqueue_in(
             meta
         ])?;
         let id = tx.last_insert_rowid();
+        if !tags.is_empty() {
+            add_tags_in(tx, id, &tags)?;
+        }
         if hosts_seen.insert(job.host.as_str()) {
             firsts.push(id);
         }

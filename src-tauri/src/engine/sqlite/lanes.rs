@@ -547,7 +547,7 @@ mod tests {
             ("policy/mod.rs", include_str!("../policy/mod.rs")),
             ("intake/mod.rs", include_str!("../intake/mod.rs")),
             ("library.rs", include_str!("../library.rs")),
-            ("export.rs", include_str!("../export.rs")),
+            ("export/mod.rs", include_str!("../export/mod.rs")),
         ];
         let mut checked = 0;
         for (file, source) in engine {

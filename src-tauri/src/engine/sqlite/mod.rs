@@ -25,6 +25,7 @@ mod rows;
 mod search;
 mod stages;
 mod stall;
+mod tags;
 #[cfg(test)]
 pub(crate) mod testing;
 mod watch;

@@ -18,11 +18,15 @@ use crate::engine::queue::{
 };
 
 /// Record a success, if the job is still this worker's. The row keeps the attempt: when it
-/// started, and who ran it (migration 0014).
+/// started, and who ran it (migration 0014). The metadata the page filled in replaces the
+/// stored one but for its tags: those the job has now stay (migration 0020).
 const COMPLETE_SQL: &str = "UPDATE jobs SET status = 'done', lease_owner = NULL, \
          finished_by = lease_owner, lease_until = NULL, final_url = ?3, http_status = ?4, \
          title = coalesce(?5, title), document = ?6, content_type = ?7, sha256 = ?8, error_class = NULL, \
-         error = NULL, updated_at = ?9, finished_at = ?9, stage = ?11, meta = coalesce(?12, meta) \
+         error = NULL, updated_at = ?9, finished_at = ?9, stage = ?11, \
+         meta = CASE WHEN ?12 IS NULL THEN meta WHEN json_valid(meta) THEN \
+         CASE WHEN meta -> '$.tags' IS NULL THEN json_remove(?12, '$.tags') \
+         ELSE json_set(?12, '$.tags', meta -> '$.tags') END ELSE json_remove(?12, '$.tags') END \
      WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?10";
 
 /// Write an attempt's history row when it ends.

@@ -11,8 +11,8 @@ use crate::engine::clock::{Millis, Reading};
 use crate::engine::policy::{HostIntervals, Policy};
 use crate::engine::queue::{
     ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, Hit,
-    HostCount, HostState, Indexed, Job, JobFilter, Liveness, NewJob, OfflineState, Queue,
-    Reindexed, Result, StallState, Stats, Step, Subscription,
+    HostCount, HostState, Indexed, Job, JobFilter, LibraryQuery, Liveness, NewJob, OfflineState,
+    Queue, Reindexed, Result, StallState, Stats, Step, Subscription,
 };
 
 impl Queue for Store {
@@ -162,8 +162,8 @@ impl Queue for Store {
         Store::delete(self, ids)
     }
 
-    fn search(&self, query: &str, limit: u32) -> Result<Vec<Hit>> {
-        Store::search(self, query, limit)
+    fn library(&self, q: &LibraryQuery) -> Result<Vec<Hit>> {
+        Store::library(self, q)
     }
 
     fn clear_index(&self) -> Result<()> {
@@ -172,6 +172,18 @@ impl Queue for Store {
 
     fn reindex(&self, documents: &[(i64, String, Indexed)]) -> Result<Reindexed> {
         Store::reindex(self, documents)
+    }
+
+    fn job_tags(&self, job_id: i64) -> Result<Vec<String>> {
+        Store::job_tags(self, job_id)
+    }
+
+    fn tag_counts(&self) -> Result<Vec<(String, u64)>> {
+        Store::tag_counts(self)
+    }
+
+    fn set_tags(&self, job_id: i64, tags: &[String]) -> Result<Option<Vec<String>>> {
+        Store::set_tags(self, job_id, tags)
     }
 
     fn pause_host(&self, host: &str, now: Millis) -> Result<()> {

@@ -1,24 +1,80 @@
 //! Full-text search over the library (FTS5, migration 0019): the index row written with a
-//! job's success, the ranked query, and the rebuild from the library folder.
+//! job's success, the ranked query, the Library view's listing and filters (migration 0020),
+//! and the rebuild from the library folder.
+
+use std::sync::LazyLock;
 
 use rusqlite::{Transaction, params};
 
 use super::Store;
-use crate::engine::queue::{Hit, Indexed, Reindexed, Result};
+use crate::engine::queue::{Hit, Indexed, LibraryQuery, Reindexed, Result};
+use crate::engine::tags::{clean, key, split_tag_terms};
+
+/// What every hit reads after its first six columns (id, url, title, document, snippet,
+/// score), in [`hit_from_row`]'s order.
+const HIT_COLUMNS: &str = "j.host, lm.authors, lm.year, lm.container, \
+     CASE WHEN json_valid(j.meta) THEN j.meta -> '$.tags' END, b.name, j.batch_id, lm.kind, lm.pdf";
+
+/// The filters both queries share: a document, the host (?3), the batch (?4), and every tag
+/// whose key is in the JSON array ?6, of which there are ?5.
+const FILTERS: &str = "j.document IS NOT NULL AND (?3 IS NULL OR j.host = ?3) \
+     AND (?4 IS NULL OR j.batch_id = ?4) \
+     AND (?5 = 0 OR (SELECT count(*) FROM job_tags t WHERE t.job_id = j.id \
+         AND t.tag IN (SELECT value FROM json_each(?6))) = ?5)";
 
 /// BM25 weights of the columns `title`, `authors`, `body`: a word in the title counts as
 /// much as ten in the text.
-const RANKED_SQL: &str = "SELECT s.rowid, j.url, j.title, j.document, \
-         snippet(search, 2, '**', '**', '…', 16), -bm25(search, 10.0, 5.0, 1.0) \
-     FROM search s JOIN jobs j ON j.id = s.rowid \
-     WHERE search MATCH ?1 ORDER BY bm25(search, 10.0, 5.0, 1.0) LIMIT ?2";
+static RANKED_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT j.id, j.url, j.title, j.document, \
+             snippet(search, 2, '**', '**', '…', 16), -bm25(search, 10.0, 5.0, 1.0), {HIT_COLUMNS} \
+         FROM search s JOIN jobs j ON j.id = s.rowid \
+             LEFT JOIN library_meta lm ON lm.job_id = j.id \
+             LEFT JOIN batches b ON b.id = j.batch_id \
+         WHERE search MATCH ?1 AND {FILTERS} \
+         ORDER BY bm25(search, 10.0, 5.0, 1.0) LIMIT ?2"
+    )
+});
 
-/// Write a job's document into the index, replacing its older version's row.
+/// Every document, newest job first: `library_meta` has a row per document, walked by its key.
+/// Only the start of each text is read for its snippet; ?1 (the text) is none.
+static LISTED_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT j.id, j.url, j.title, j.document, substr(s.body, 1, {LEAD_READ}), 0.0, {HIT_COLUMNS} \
+         FROM library_meta lm JOIN jobs j ON j.id = lm.job_id \
+             LEFT JOIN search s ON s.rowid = lm.job_id \
+             LEFT JOIN batches b ON b.id = j.batch_id \
+         WHERE ?1 IS NULL AND {FILTERS} \
+         ORDER BY lm.job_id DESC LIMIT ?2"
+    )
+});
+
+/// How much of a text a listing's snippet is cut from, and how long the snippet is at most.
+const LEAD_READ: usize = 1_000;
+const LEAD_CHARS: usize = 200;
+
+/// Write a job's document into the index and the Library list, replacing its older version's.
 pub(super) fn index_in(tx: &Transaction<'_>, job_id: i64, doc: &Indexed) -> Result<()> {
     tx.prepare_cached("DELETE FROM search WHERE rowid = ?1")?
         .execute([job_id])?;
     tx.prepare_cached("INSERT INTO search (rowid, title, authors, body) VALUES (?1, ?2, ?3, ?4)")?
         .execute(params![job_id, doc.title, doc.authors, doc.body])?;
+    // Plain strings: encoding cannot fail.
+    let authors = serde_json::to_string(&doc.author_list).ok();
+    tx.prepare_cached(
+        "INSERT INTO library_meta (job_id, authors, year, container, kind, pdf) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (job_id) DO UPDATE SET \
+         authors = excluded.authors, year = excluded.year, container = excluded.container, \
+         kind = excluded.kind, pdf = excluded.pdf",
+    )?
+    .execute(params![
+        job_id,
+        authors,
+        doc.year,
+        doc.container,
+        doc.kind,
+        doc.pdf
+    ])?;
     Ok(())
 }
 
@@ -31,34 +87,120 @@ fn plain_words(text: &str) -> String {
         .join(" ")
 }
 
-fn ranked(conn: &rusqlite::Connection, query: &str, limit: u32) -> rusqlite::Result<Vec<Hit>> {
-    conn.prepare_cached(RANKED_SQL)?
-        .query_map(params![query, limit], |r| {
-            Ok(Hit {
-                job_id: r.get(0)?,
-                url: r.get(1)?,
-                title: r.get(2)?,
-                document: r.get(3)?,
-                snippet: r.get(4)?,
-                score: r.get(5)?,
-            })
-        })?
+/// A listing's snippet: the start of the text, Markdown's heading, quote and emphasis marks
+/// taken out (the window reads `**` as a match), whitespace collapsed, cut after a whole word.
+fn lead(text: &str) -> String {
+    let plain: Vec<&str> = text
+        .lines()
+        .map(|l| l.trim_start().trim_start_matches(['#', '>']))
+        .flat_map(str::split_whitespace)
+        .collect();
+    let mut out = String::new();
+    for word in plain {
+        let word = word.replace("**", "").replace("__", "");
+        if word.is_empty() {
+            continue;
+        }
+        let len = out.chars().count() + usize::from(!out.is_empty()) + word.chars().count();
+        if len > LEAD_CHARS {
+            if out.is_empty() {
+                out = word.chars().take(LEAD_CHARS).collect();
+            }
+            out.push('…');
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&word);
+    }
+    out
+}
+
+fn list_of(json: Option<String>) -> Vec<String> {
+    json.and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+fn hit_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Hit> {
+    Ok(Hit {
+        job_id: r.get(0)?,
+        url: r.get(1)?,
+        title: r.get(2)?,
+        document: r.get(3)?,
+        snippet: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+        score: r.get(5)?,
+        host: r.get(6)?,
+        authors: list_of(r.get(7)?),
+        year: r.get(8)?,
+        container: r.get(9)?,
+        tags: list_of(r.get(10)?),
+        batch: r.get(11)?,
+        batch_id: r.get(12)?,
+        kind: r.get(13)?,
+        pdf: r.get(14)?,
+    })
+}
+
+/// The filters of a query, as bound: host, batch, how many tags, their keys (JSON).
+struct Filters<'a> {
+    host: Option<&'a str>,
+    batch_id: Option<i64>,
+    tags: Vec<String>,
+}
+
+fn run(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    text: Option<&str>,
+    limit: u32,
+    f: &Filters<'_>,
+) -> rusqlite::Result<Vec<Hit>> {
+    // A list of strings: encoding cannot fail.
+    let keys = serde_json::to_string(&f.tags).unwrap_or_else(|_| "[]".into());
+    conn.prepare_cached(sql)?
+        .query_map(
+            params![text, limit, f.host, f.batch_id, f.tags.len(), keys],
+            hit_from_row,
+        )?
         .collect()
 }
 
 impl Store {
-    pub fn search(&self, query: &str, limit: u32) -> Result<Vec<Hit>> {
-        if query.split_whitespace().next().is_none() {
-            return Ok(Vec::new());
+    pub fn library(&self, q: &LibraryQuery) -> Result<Vec<Hit>> {
+        let (text, mut tags) = split_tag_terms(&q.text);
+        if let Some(k) = q.tag.as_deref().and_then(clean).map(|t| key(&t))
+            && !tags.contains(&k)
+        {
+            tags.push(k);
         }
+        let filters = Filters {
+            host: q.host.as_deref(),
+            batch_id: q.batch_id,
+            tags,
+        };
         let conn = self.conn()?;
+        if text.is_empty() {
+            let mut hits = run(&conn, &LISTED_SQL, None, q.limit, &filters)?;
+            for hit in &mut hits {
+                hit.snippet = lead(&hit.snippet);
+            }
+            return Ok(hits);
+        }
         // The query as written, with the index's syntax (phrases, prefixes, OR, NEAR); what
         // that syntax cannot take is searched as plain words.
-        match ranked(&conn, query, limit) {
+        let sql = RANKED_SQL.as_str();
+        match run(&conn, sql, Some(&text), q.limit, &filters) {
             Ok(hits) => Ok(hits),
             Err(e) if is_query_error(&e) => {
                 tracing::debug!(error = %e, "searching as plain words");
-                Ok(ranked(&conn, &plain_words(query), limit)?)
+                Ok(run(
+                    &conn,
+                    sql,
+                    Some(&plain_words(&text)),
+                    q.limit,
+                    &filters,
+                )?)
             }
             Err(e) => Err(e.into()),
         }
@@ -67,6 +209,7 @@ impl Store {
     pub fn clear_index(&self) -> Result<()> {
         self.write(|tx| {
             tx.execute("DELETE FROM search", [])?;
+            tx.execute("DELETE FROM library_meta", [])?;
             Ok(())
         })
     }
@@ -107,33 +250,65 @@ fn is_query_error(e: &rusqlite::Error) -> bool {
 mod tests {
     use super::*;
     use crate::engine::policy::Policy;
-    use crate::engine::queue::{Queue as _, Success};
+    use crate::engine::queue::{NewJob, Queue as _, Reference, Success};
     use crate::engine::sqlite::testing::job;
     use std::time::Duration;
 
     /// A done job whose document is indexed, as the worker's success writes it.
     fn done(s: &Store, url: &str, title: &str, authors: &str, body: &str) -> i64 {
-        s.enqueue(None, &[job(url)], 5, 0).expect("enqueue");
+        let doc = Indexed {
+            title: title.into(),
+            authors: authors.into(),
+            body: body.into(),
+            ..Indexed::default()
+        };
+        done_with(s, job(url), None, doc)
+    }
+
+    /// `new` queued (into `batch`, or a batch of its own), fetched and indexed as `doc`.
+    fn done_with(s: &Store, new: NewJob, batch: Option<i64>, doc: Indexed) -> i64 {
+        let url = new.url.clone();
+        s.enqueue(batch, &[new], 5, 0).expect("enqueue");
         let c = s
             .claim("w", 1, Duration::from_secs(60), 8)
             .expect("claim")
             .expect("job");
         let success = Success {
             http_status: 200,
-            final_url: url.into(),
-            title: Some(title.into()),
+            final_url: url,
+            title: Some(doc.title.clone()),
             document: Some(format!("/lib/{}.md", c.job_id)),
-            index: Some(Box::new(Indexed {
-                title: title.into(),
-                authors: authors.into(),
-                body: body.into(),
-            })),
+            index: Some(Box::new(doc)),
             ..Success::default()
         };
         s.complete(&c, &success, &Policy::default(), 2)
             .expect("complete")
             .expect("done");
         c.job_id
+    }
+
+    /// A done job with `tags`, whose text is `body`.
+    fn tagged(s: &Store, url: &str, tags: &[&str], body: &str) -> i64 {
+        let new = NewJob {
+            reference: Some(Box::new(Reference {
+                tags: tags.iter().map(|t| t.to_string()).collect(),
+                ..Reference::default()
+            })),
+            ..job(url)
+        };
+        let doc = Indexed {
+            title: format!("Page {url}"),
+            body: body.into(),
+            ..Indexed::default()
+        };
+        done_with(s, new, None, doc)
+    }
+
+    fn query(text: &str) -> LibraryQuery {
+        LibraryQuery {
+            text: text.into(),
+            ..LibraryQuery::default()
+        }
     }
 
     fn ids(hits: &[Hit]) -> Vec<i64> {
@@ -279,5 +454,273 @@ mod tests {
                 .expect("others")
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn tag_terms_filter_the_ranked_hits_and_all_of_them_are_required() {
+        let s = Store::open_in_memory().expect("store");
+        let both = tagged(
+            &s,
+            "https://a.example/1",
+            &["thesis", "Quantum sensing"],
+            "qubit noise",
+        );
+        let thesis = tagged(
+            &s,
+            "https://a.example/2",
+            &["Thesis"],
+            "qubit qubit decoherence",
+        );
+        let none = tagged(&s, "https://a.example/3", &[], "qubit");
+        let mut all = ids(&s.search("qubit", 10).expect("all"));
+        all.sort_unstable();
+        assert_eq!(all, [both, thesis, none]);
+        let mut got = ids(&s.search("tag:thesis qubit", 10).expect("one tag"));
+        got.sort_unstable();
+        assert_eq!(got, [both, thesis]);
+        assert_eq!(
+            ids(&s
+                .search("qubit TAG:THESIS tag:\"quantum SENSING\"", 10)
+                .expect("two")),
+            [both]
+        );
+        assert!(
+            s.search("tag:nope qubit", 10)
+                .expect("no such tag")
+                .is_empty()
+        );
+        // The window's tag menu is one more filter, matched the same way.
+        let q = LibraryQuery {
+            tag: Some(" quantum   sensing ".into()),
+            ..query("qubit")
+        };
+        assert_eq!(ids(&s.library(&q).expect("menu")), [both]);
+        // The rest of the text keeps the index's syntax.
+        assert_eq!(
+            ids(&s.search("tag:thesis deco*", 10).expect("prefix")),
+            [thesis]
+        );
+        assert_eq!(
+            ids(&s.search("tag:thesis \"qubit noise\"", 10).expect("phrase")),
+            [both]
+        );
+        let hits = s.search("tag:thesis qubit", 10).expect("tags shown");
+        let shown = hits.iter().find(|h| h.job_id == both).expect("both");
+        assert_eq!(shown.tags, ["thesis", "Quantum sensing"]);
+    }
+
+    #[test]
+    fn a_query_of_tags_only_lists_newest_first_with_the_start_of_each_text() {
+        let s = Store::open_in_memory().expect("store");
+        let long = "## Abstract\n\nThe **bedload** of braided rivers ".to_string()
+            + &"moves in pulses after each thaw ".repeat(10);
+        let older = tagged(&s, "https://a.example/1", &["thesis"], &long);
+        let untagged = tagged(&s, "https://a.example/2", &[], "Nothing here.");
+        let newer = tagged(&s, "https://a.example/3", &["thesis"], "Short text.");
+        let hits = s.search("tag:thesis", 10).expect("listing");
+        assert_eq!(ids(&hits), [newer, older]);
+        assert_eq!(hits[0].snippet, "Short text.");
+        assert_eq!(hits[0].score, 0.0);
+        let lead = &hits[1].snippet;
+        assert!(
+            lead.starts_with("Abstract The bedload of braided rivers moves in pulses"),
+            "{lead}"
+        );
+        // Cut after a whole word, within the length.
+        let plain = "Abstract The bedload of braided rivers ".to_string()
+            + &"moves in pulses after each thaw ".repeat(10);
+        let kept = lead.strip_suffix('…').expect("cut");
+        assert!(plain.starts_with(&format!("{kept} ")), "{lead}");
+        assert!(kept.chars().count() <= LEAD_CHARS, "{lead}");
+        assert!(kept.chars().count() > LEAD_CHARS - 32, "{lead}");
+        assert!(!lead.contains("**"), "{lead}");
+        // No text and no filter: the whole library, newest first; the limit holds.
+        let all = s.library(&query("")).expect("everything");
+        assert_eq!(ids(&all), [newer, untagged, older]);
+        let q = LibraryQuery {
+            limit: 1,
+            ..query("  ")
+        };
+        assert_eq!(ids(&s.library(&q).expect("limited")), [newer]);
+        // `gleaner search` with no words at all finds nothing, as before.
+        assert!(s.search("   ", 10).expect("blank").is_empty());
+    }
+
+    #[test]
+    fn a_job_without_a_document_is_not_in_the_library() {
+        let s = Store::open_in_memory().expect("store");
+        let listed = tagged(&s, "https://a.example/1", &["thesis"], "qubit");
+        let pending = NewJob {
+            reference: Some(Box::new(Reference {
+                tags: vec!["thesis".into()],
+                ..Reference::default()
+            })),
+            ..job("https://a.example/2")
+        };
+        s.enqueue(None, &[pending], 5, 3).expect("enqueue");
+        assert_eq!(ids(&s.search("tag:thesis", 10).expect("listing")), [listed]);
+        assert_eq!(ids(&s.library(&query("")).expect("all")), [listed]);
+    }
+
+    #[test]
+    fn host_and_batch_narrow_the_ranked_hits_and_the_listing() {
+        let s = Store::open_in_memory().expect("store");
+        let first = s.create_batch("reading list", "file", 0).expect("batch");
+        let second = s.create_batch("paste", "paste", 0).expect("batch");
+        let doc = |body: &str| Indexed {
+            title: "Notes".into(),
+            body: body.into(),
+            ..Indexed::default()
+        };
+        let a1 = done_with(&s, job("https://a.example/1"), Some(first), doc("qubit"));
+        let b1 = done_with(&s, job("https://b.example/1"), Some(first), doc("qubit"));
+        let a2 = done_with(&s, job("https://a.example/2"), Some(second), doc("qubit"));
+        let on = |host: Option<&str>, batch: Option<i64>, text: &str| {
+            let q = LibraryQuery {
+                host: host.map(str::to_string),
+                batch_id: batch,
+                ..query(text)
+            };
+            let mut got = ids(&s.library(&q).expect("query"));
+            got.sort_unstable();
+            got
+        };
+        assert_eq!(on(Some("a.example"), None, "qubit"), [a1, a2]);
+        assert_eq!(on(Some("a.example"), None, ""), [a1, a2]);
+        assert_eq!(on(None, Some(first), "qubit"), [a1, b1]);
+        assert_eq!(on(None, Some(first), ""), [a1, b1]);
+        assert_eq!(on(Some("a.example"), Some(second), "qubit"), [a2]);
+        assert!(on(Some("c.example"), None, "").is_empty());
+        let hit = &s.search("qubit", 10).expect("hits")[0];
+        assert!(hit.batch.is_some() && hit.batch_id.is_some(), "{hit:?}");
+        let b = s.library(&query("")).expect("all");
+        let b1_hit = b.iter().find(|h| h.job_id == b1).expect("b1");
+        assert_eq!(
+            (
+                b1_hit.batch.as_deref(),
+                b1_hit.batch_id,
+                b1_hit.host.as_str()
+            ),
+            (Some("reading list"), Some(first), "b.example")
+        );
+    }
+
+    #[test]
+    fn a_hit_names_a_references_authors_year_and_journal_and_a_pages_byline_and_site() {
+        let s = Store::open_in_memory().expect("store");
+        let paper = NewJob {
+            reference: Some(Box::new(Reference {
+                authors: vec!["Kucsko, G.".into(), "Maurer, P. C.".into()],
+                tags: vec!["quantum sensing".into()],
+                ..Reference::default()
+            })),
+            ..job("https://www.nature.com/articles/nature12373")
+        };
+        let paper = done_with(
+            &s,
+            paper,
+            None,
+            Indexed {
+                title: "Nanometre-scale thermometry".into(),
+                authors: "Kucsko, G.; Maurer, P. C.".into(),
+                body: "Thermometry in a living cell.".into(),
+                author_list: vec!["Kucsko, G.".into(), "Maurer, P. C.".into()],
+                year: Some("2013".into()),
+                container: Some("Nature".into()),
+                kind: Some("pdf".into()),
+                pdf: Some("/lib/www.nature.com/nature12373.pdf".into()),
+            },
+        );
+        let page = done_with(
+            &s,
+            job("https://news.example/story"),
+            None,
+            Indexed {
+                title: "A story".into(),
+                authors: "Jane Doe".into(),
+                body: "Thermometry at the fair.".into(),
+                author_list: vec!["Jane Doe".into()],
+                year: Some("2024".into()),
+                container: Some("The Daily Example".into()),
+                kind: Some("html".into()),
+                pdf: None,
+            },
+        );
+        let hits = s.search("thermometry", 10).expect("hits");
+        let of = |id: i64| hits.iter().find(|h| h.job_id == id).expect("hit");
+        let p = of(paper);
+        assert_eq!(p.authors, ["Kucsko, G.", "Maurer, P. C."]);
+        assert_eq!(
+            (p.year.as_deref(), p.container.as_deref(), p.kind.as_deref()),
+            (Some("2013"), Some("Nature"), Some("pdf"))
+        );
+        assert_eq!(
+            p.pdf.as_deref(),
+            Some("/lib/www.nature.com/nature12373.pdf")
+        );
+        assert_eq!(p.tags, ["quantum sensing"]);
+        assert_eq!(p.host, "www.nature.com");
+        let w = of(page);
+        assert_eq!(w.authors, ["Jane Doe"]);
+        assert_eq!(
+            (w.year.as_deref(), w.container.as_deref(), w.kind.as_deref()),
+            (Some("2024"), Some("The Daily Example"), Some("html"))
+        );
+        assert!(w.tags.is_empty() && w.pdf.is_none());
+        let json = serde_json::to_value(p).expect("json");
+        for key in ["job_id", "url", "title", "document", "snippet", "score"] {
+            assert!(json.get(key).is_some(), "{key}: {json}");
+        }
+        // A rebuild replaces the list's row with what the front matter says.
+        s.clear_index().expect("clear");
+        assert!(s.library(&query("")).expect("cleared").is_empty());
+        let again = Indexed {
+            title: "A story".into(),
+            body: "Thermometry at the fair.".into(),
+            author_list: vec!["John Roe".into()],
+            ..Indexed::default()
+        };
+        s.reindex(&[(page, format!("/lib/{page}.md"), again)])
+            .expect("reindex");
+        let listed = s.library(&query("")).expect("rebuilt");
+        assert_eq!(ids(&listed), [page]);
+        assert_eq!(listed[0].authors, ["John Roe"]);
+        assert_eq!(listed[0].year, None);
+    }
+
+    #[test]
+    fn a_deleted_job_leaves_the_library_list() {
+        let s = Store::open_in_memory().expect("store");
+        let id = tagged(&s, "https://a.example/1", &["thesis"], "qubit");
+        let rows = |table: &str| -> i64 {
+            s.conn()
+                .expect("conn")
+                .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+                .expect("count")
+        };
+        assert_eq!((rows("library_meta"), rows("job_tags")), (1, 1));
+        s.delete(&[id]).expect("delete");
+        assert_eq!((rows("library_meta"), rows("job_tags")), (0, 0));
+        assert!(s.library(&query("")).expect("empty").is_empty());
+    }
+
+    #[test]
+    fn the_listing_walks_the_list_by_its_key_without_sorting() {
+        let s = Store::open_in_memory().expect("store");
+        tagged(&s, "https://a.example/1", &["thesis"], "qubit");
+        let conn = s.conn().expect("conn");
+        let plan = crate::engine::sqlite::testing::query_plan(
+            &conn,
+            &LISTED_SQL,
+            params![
+                None::<String>,
+                10,
+                None::<String>,
+                None::<i64>,
+                1,
+                "[\"thesis\"]"
+            ],
+        );
+        assert!(!plan.contains("TEMP B-TREE"), "{plan}");
     }
 }

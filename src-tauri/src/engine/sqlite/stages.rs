@@ -12,10 +12,14 @@ use super::search::index_in;
 use crate::engine::queue::{Claimed, Next, Result};
 
 /// A stage done: the job goes on to the next one, due now, in the lane of the next request's
-/// host. Setting `run_at` and `host` fires the lane trigger (migration 0012).
+/// host. Setting `run_at` and `host` fires the lane trigger (migration 0012). The stage's
+/// metadata keeps the tags the job has now (migration 0020).
 const NEXT_STAGE_SQL: &str = "UPDATE jobs SET status = 'pending', run_at = ?3, stage = ?4, \
          target = ?5, origin_host = coalesce(origin_host, host), host = ?6, \
-         meta = coalesce(?7, meta), title = coalesce(?8, title), document = coalesce(?9, document), \
+         meta = CASE WHEN ?7 IS NULL THEN meta WHEN json_valid(meta) THEN \
+         CASE WHEN meta -> '$.tags' IS NULL THEN json_remove(?7, '$.tags') \
+         ELSE json_set(?7, '$.tags', meta -> '$.tags') END ELSE json_remove(?7, '$.tags') END, \
+         title = coalesce(?8, title), document = coalesce(?9, document), \
          final_url = coalesce(?10, final_url), content_type = coalesce(?11, content_type), \
          sha256 = coalesce(?12, sha256), error_class = ?13, error = ?14, http_status = ?15, \
          lease_owner = NULL, lease_until = NULL, updated_at = ?3, attempt_started_at = NULL \

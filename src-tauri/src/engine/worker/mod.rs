@@ -20,8 +20,8 @@ use super::fetch::{Answer, Fetched, Fetcher, Limits};
 use super::library::{Library, LibraryError, Provenance, SaveOptions, Saved};
 use super::policy::{self, Decision, Failure, FailureKind, Policy};
 use super::queue::{
-    ClaimRequest, Claimed, Failed, Finish, Indexed, Liveness, Next, OfflineState, Queue,
-    QueueError, Settled, Stage, StallState, Status, Subscription, Success,
+    ClaimRequest, Claimed, Failed, Finish, Liveness, Next, OfflineState, Queue, QueueError,
+    Settled, Stage, StallState, Status, Subscription, Success,
 };
 
 mod owners;
@@ -1031,11 +1031,6 @@ fn success_of(claimed: &Claimed, saved: Saved, fetched: Fetched) -> Success {
         || claimed.reference.is_some()
         || !saved.reference.authors.is_empty())
     .then(|| Box::new(saved.reference));
-    let index = Indexed {
-        title: saved.title.clone().unwrap_or_default(),
-        authors: saved.authors,
-        body: saved.text,
-    };
     Success {
         http_status: fetched.status,
         final_url: fetched.final_url,
@@ -1044,7 +1039,7 @@ fn success_of(claimed: &Claimed, saved: Saved, fetched: Fetched) -> Success {
         content_type: fetched.content_type,
         sha256: Some(saved.sha256),
         reference,
-        index: Some(Box::new(index)),
+        index: Some(Box::new(saved.index)),
     }
 }
 

@@ -1,0 +1,473 @@
+//! The library out, for downstream tools: JSON Lines (one object per saved document, its front
+//! matter plus `document` and `text`), and citations: BibTeX (biblatex), CSL-JSON and RIS, each
+//! document one entry under a stable, unique key (`keys.rs`). Used by `gleaner export` and the
+//! window. Either the whole library, chosen jobs, or what a library search finds.
+
+mod bibtex;
+mod csl;
+mod keys;
+mod record;
+mod ris;
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Read as _, Write};
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::library::read_document;
+use super::queue::{Job, JobFilter, Queue, QueueError, Status};
+use record::Record;
+
+/// The most a front matter and the abstract after it may take: past it, the file is not one of
+/// ours.
+const MAX_HEAD_BYTES: u64 = 1 << 20;
+/// Hits asked of the search for `Selection::Search`: all of them, in practice.
+const SEARCH_LIMIT: u32 = 100_000;
+/// Jobs read from the queue per page.
+const PAGE: u32 = 500;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error(transparent)]
+    Store(#[from] QueueError),
+    #[error("cannot write the export: {0}")]
+    Write(#[from] std::io::Error),
+    #[error("cannot encode a document: {0}")]
+    Encode(#[from] serde_json::Error),
+    #[error("unknown export format {0:?}; choose jsonl, bibtex, csljson or ris")]
+    UnknownFormat(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Jsonl,
+    Bibtex,
+    CslJson,
+    Ris,
+}
+
+impl Format {
+    pub const NAMES: [&'static str; 4] = ["jsonl", "bibtex", "csljson", "ris"];
+
+    /// The name `--format` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Jsonl => "jsonl",
+            Format::Bibtex => "bibtex",
+            Format::CslJson => "csljson",
+            Format::Ris => "ris",
+        }
+    }
+
+    /// The file name extension of an export.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Jsonl => "jsonl",
+            Format::Bibtex => "bib",
+            Format::CslJson => "json",
+            Format::Ris => "ris",
+        }
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = ExportError;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        match name.to_ascii_lowercase().as_str() {
+            "jsonl" => Ok(Format::Jsonl),
+            "bibtex" | "bib" | "biblatex" => Ok(Format::Bibtex),
+            "csljson" | "csl-json" | "csl" => Ok(Format::CslJson),
+            "ris" => Ok(Format::Ris),
+            _ => Err(ExportError::UnknownFormat(name.to_string())),
+        }
+    }
+}
+
+/// Which documents go out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection {
+    All,
+    /// These jobs' documents; an id that names no done job with a document is told back.
+    Jobs(Vec<i64>),
+    /// The documents a library search finds (`Queue::search`).
+    Search(String),
+}
+
+/// What an export wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    pub written: usize,
+    /// The jobs of `Selection::Jobs` that were not written, in the order given.
+    pub unusable: Vec<Unusable>,
+}
+
+/// A job named for the export that could not be exported, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unusable {
+    pub job_id: i64,
+    pub reason: String,
+}
+
+/// Write the selected documents in `format` to `out`, newest job first. Documents that went
+/// missing or lost their front matter are skipped with a warning. Citation keys are settled
+/// over the whole library, so a selection gets the keys a full export gives.
+pub fn export(
+    store: &dyn Queue,
+    format: Format,
+    selection: &Selection,
+    out: &mut dyn Write,
+) -> Result<Summary, ExportError> {
+    let chosen: Option<HashSet<i64>> = match selection {
+        Selection::All => None,
+        Selection::Jobs(ids) => Some(ids.iter().copied().collect()),
+        Selection::Search(query) => Some(
+            store
+                .search(query, SEARCH_LIMIT)?
+                .iter()
+                .map(|hit| hit.job_id)
+                .collect(),
+        ),
+    };
+    let is_chosen = |id: i64| chosen.as_ref().is_none_or(|c| c.contains(&id));
+    let mut written_ids = HashSet::new();
+    match format {
+        Format::Jsonl => each_done_job(store, |job, path| {
+            if !is_chosen(job.id) {
+                return Ok(());
+            }
+            let text = match std::fs::read_to_string(path) {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::warn!(job = job.id, "export skips {path}: {e}");
+                    return Ok(());
+                }
+            };
+            let Some((mut meta, body)) = read_document(&text) else {
+                tracing::warn!(job = job.id, "export skips {path}: no front matter");
+                return Ok(());
+            };
+            meta.insert("document".into(), path.into());
+            meta.insert("text".into(), body.into());
+            serde_json::to_writer(&mut *out, &meta)?;
+            out.write_all(b"\n")?;
+            written_ids.insert(job.id);
+            Ok(())
+        })?,
+        Format::Bibtex | Format::CslJson | Format::Ris => {
+            let mut wanted = Vec::new();
+            let mut records = Vec::new();
+            each_done_job(store, |job, path| {
+                let chosen = is_chosen(job.id);
+                let Some(record) = read_record(job.id, Path::new(path), chosen) else {
+                    return Ok(());
+                };
+                wanted.push((job.id, keys::wanted(&record)));
+                if chosen {
+                    records.push(record);
+                }
+                Ok(())
+            })?;
+            let mut keys = keys::assign(wanted);
+            for record in &mut records {
+                record.key = keys.remove(&record.job_id).unwrap_or_default();
+                written_ids.insert(record.job_id);
+            }
+            match format {
+                Format::Bibtex => bibtex::write(out, &records)?,
+                Format::CslJson => csl::write(out, &records)?,
+                Format::Ris | Format::Jsonl => ris::write(out, &records)?,
+            }
+        }
+    }
+    out.flush()?;
+    let mut unusable = Vec::new();
+    if let Selection::Jobs(ids) = selection {
+        let mut told = HashSet::new();
+        for &id in ids {
+            if !written_ids.contains(&id) && told.insert(id) {
+                unusable.push(Unusable {
+                    job_id: id,
+                    reason: why_not(store, id)?,
+                });
+            }
+        }
+    }
+    Ok(Summary {
+        written: written_ids.len(),
+        unusable,
+    })
+}
+
+/// Every done job's document as JSON Lines, as [`export`] with [`Format::Jsonl`] writes it.
+pub fn export_jsonl(store: &dyn Queue, out: &mut dyn Write) -> Result<usize, ExportError> {
+    Ok(export(store, Format::Jsonl, &Selection::All, out)?.written)
+}
+
+/// Each done job that has a document, newest first, with the document's path.
+fn each_done_job(
+    store: &dyn Queue,
+    mut f: impl FnMut(&Job, &str) -> Result<(), ExportError>,
+) -> Result<(), ExportError> {
+    let mut before_id = None;
+    loop {
+        let page = store.list_jobs(&JobFilter {
+            status: Some(Status::Done),
+            before_id,
+            limit: Some(PAGE),
+            ..JobFilter::default()
+        })?;
+        let Some(last) = page.last() else { break };
+        before_id = Some(last.id);
+        for job in &page {
+            if let Some(path) = &job.document {
+                f(job, path)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A document's citation record from its front matter, read without the rest of the file
+/// (and, for a document that goes out, the abstract its text starts with).
+fn read_record(job_id: i64, path: &Path, with_abstract: bool) -> Option<Record> {
+    let head = match read_head(path, with_abstract) {
+        Ok(Some(head)) => head,
+        Ok(None) => {
+            tracing::warn!(
+                job = job_id,
+                "export skips {}: no front matter",
+                path.display()
+            );
+            return None;
+        }
+        Err(e) => {
+            tracing::warn!(job = job_id, "export skips {}: {e}", path.display());
+            return None;
+        }
+    };
+    let (meta, body) = read_document(&head)?;
+    let abstract_text = with_abstract.then(|| record::abstract_of(body)).flatten();
+    Some(Record::from_front_matter(job_id, &meta, abstract_text))
+}
+
+/// The front matter of a document (and the section after it when it is the abstract), up to
+/// [`MAX_HEAD_BYTES`]; `None` when the file does not start with one.
+fn read_head(path: &Path, with_abstract: bool) -> std::io::Result<Option<String>> {
+    let mut reader = BufReader::new(std::fs::File::open(path)?.take(MAX_HEAD_BYTES));
+    let mut head = String::new();
+    let mut line = String::new();
+    if reader.read_line(&mut line)? == 0 || line != "---\n" {
+        return Ok(None);
+    }
+    head.push_str(&line);
+    loop {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(None);
+        }
+        head.push_str(&line);
+        if line == "---\n" {
+            break;
+        }
+    }
+    if with_abstract {
+        let mut in_abstract = false;
+        loop {
+            line.clear();
+            if reader.read_line(&mut line)? == 0 {
+                break;
+            }
+            let text = line.trim_end();
+            if text.is_empty() {
+                head.push_str(&line);
+                continue;
+            }
+            if !in_abstract && text != "## Abstract" {
+                break;
+            }
+            if in_abstract && text.starts_with("## ") {
+                break;
+            }
+            in_abstract = true;
+            head.push_str(&line);
+        }
+    }
+    Ok(Some(head))
+}
+
+/// Why a job named for the export was not in it.
+fn why_not(store: &dyn Queue, id: i64) -> Result<String, ExportError> {
+    Ok(match store.job(id)? {
+        None => "no such job".to_string(),
+        Some(job) if job.status != Status::Done => {
+            format!(
+                "not done ({}), so it has no document to export",
+                job.status.as_str()
+            )
+        }
+        Some(job) if job.document.is_none() => "done, but it has no document".to_string(),
+        Some(_) => "its document cannot be read (see the log)".to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::policy::Policy;
+    use crate::engine::queue::Success;
+    use crate::engine::sqlite::Store;
+    use crate::engine::sqlite::testing::job;
+    use std::time::Duration;
+
+    /// A pending job; its id.
+    fn queued(store: &Store, url: &str) -> i64 {
+        let queued = store.enqueue(None, &[job(url)], 5, 0).expect("enqueue");
+        match queued.first() {
+            Some(crate::engine::queue::Enqueued::Queued { id, .. }) => *id,
+            other => panic!("not queued: {other:?}"),
+        }
+    }
+
+    /// A library of `docs` (front matter lines, body), each a done job, in a temporary folder.
+    fn library(docs: &[(&str, &str)]) -> (tempfile::TempDir, Store, Vec<i64>) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open_in_memory().expect("store");
+        let mut ids = Vec::new();
+        for (n, (front, body)) in docs.iter().enumerate() {
+            let url = format!("https://example.org/{n}");
+            queued(&store, &url);
+            let c = store
+                .claim("w", 1, Duration::from_secs(60), 8)
+                .expect("claim")
+                .expect("job");
+            let path = dir.path().join(format!("{n}.md"));
+            let text = format!("---\njob_id: {}\n{front}\n---\n\n{body}", c.job_id);
+            std::fs::write(&path, text).expect("write");
+            let success = Success {
+                http_status: 200,
+                final_url: url,
+                document: Some(path.to_string_lossy().into_owned()),
+                ..Success::default()
+            };
+            store
+                .complete(&c, &success, &Policy::default(), 2)
+                .expect("complete")
+                .expect("done");
+            ids.push(c.job_id);
+        }
+        (dir, store, ids)
+    }
+
+    fn run(store: &Store, format: Format, selection: &Selection) -> (Summary, String) {
+        let mut out = Vec::new();
+        let summary = export(store, format, selection, &mut out).expect("export");
+        (summary, String::from_utf8(out).expect("UTF-8"))
+    }
+
+    const DOCS: &[(&str, &str)] = &[
+        (
+            "url: \"https://example.org/0\"\ntitle: \"Rivers of Bavaria\"\nauthors: [\"Müller, Jürgen\"]\nissued: \"2020\"\nfetched_at: \"2024-03-14T10:00:00.000Z\"",
+            "Text.",
+        ),
+        (
+            "url: \"https://example.org/1\"\ntitle: \"Rivers, again\"\nauthors: [\"Muller, Anna\"]\nissued: \"2020-05\"\nfetched_at: \"2024-03-14T10:00:00.000Z\"",
+            "Text.",
+        ),
+        (
+            "url: \"doi:10.1/x\"\ntitle: \"A paper\"\ndoi: \"10.1/x\"\nfull_text: true\ncitation_key: \"mine2019\"\ncontainer_title: \"J. X\"",
+            "## Abstract\n\nWhat we found.\n\n## Full text\n\nBody.",
+        ),
+    ];
+
+    #[test]
+    fn a_selection_gets_the_keys_the_whole_library_gets() {
+        let (_dir, store, ids) = library(DOCS);
+        let (all, text) = run(&store, Format::Bibtex, &Selection::All);
+        assert_eq!(all.written, 3);
+        assert!(text.contains("@online{muller2020rivers,"), "{text}");
+        assert!(text.contains("@online{muller2020riversa,"), "{text}");
+        assert!(text.contains("@article{mine2019,"), "{text}");
+        let (one, text) = run(&store, Format::Bibtex, &Selection::Jobs(vec![ids[1]]));
+        assert_eq!(one.written, 1);
+        assert!(one.unusable.is_empty());
+        assert!(text.starts_with("@online{muller2020riversa,"), "{text}");
+        assert!(!text.contains("muller2020rivers,"), "{text}");
+    }
+
+    #[test]
+    fn the_abstract_goes_out_with_the_paper() {
+        let (_dir, store, ids) = library(DOCS);
+        let (_, text) = run(&store, Format::CslJson, &Selection::Jobs(vec![ids[2]]));
+        let items: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(items[0]["abstract"], "What we found.");
+        assert_eq!(items[0]["type"], "article-journal");
+        assert_eq!(items[0]["DOI"], "10.1/x");
+    }
+
+    #[test]
+    fn named_jobs_that_cannot_go_out_are_told_back() {
+        let (_dir, store, ids) = library(DOCS);
+        let pending = queued(&store, "https://example.org/pending");
+        let (summary, text) = run(
+            &store,
+            Format::Ris,
+            &Selection::Jobs(vec![ids[0], 999, pending, 999]),
+        );
+        assert_eq!(summary.written, 1);
+        assert_eq!(text.matches("TY  - ").count(), 1);
+        assert_eq!(
+            summary
+                .unusable
+                .iter()
+                .map(|u| (u.job_id, u.reason.as_str()))
+                .collect::<Vec<_>>(),
+            [
+                (999, "no such job"),
+                (
+                    pending,
+                    "not done (pending), so it has no document to export"
+                )
+            ]
+        );
+    }
+
+    #[test]
+    fn a_missing_document_is_skipped_and_the_rest_exported() {
+        let (dir, store, ids) = library(DOCS);
+        std::fs::remove_file(dir.path().join("0.md")).expect("remove");
+        let (summary, text) = run(&store, Format::Jsonl, &Selection::All);
+        assert_eq!(summary.written, 2);
+        let (summary, _) = run(&store, Format::Bibtex, &Selection::Jobs(vec![ids[0]]));
+        assert_eq!(summary.written, 0);
+        assert_eq!(
+            summary.unusable[0].reason,
+            "its document cannot be read (see the log)"
+        );
+        assert_eq!(text.lines().count(), 2);
+    }
+
+    #[test]
+    fn jsonl_is_the_front_matter_with_document_and_text() {
+        let (dir, store, _) = library(&DOCS[..1]);
+        let (_, text) = run(&store, Format::Jsonl, &Selection::All);
+        let v: serde_json::Value = serde_json::from_str(text.trim_end()).expect("JSON");
+        assert_eq!(v["title"], "Rivers of Bavaria");
+        assert_eq!(v["text"], "Text.");
+        assert_eq!(
+            v["document"],
+            dir.path().join("0.md").to_string_lossy().as_ref()
+        );
+        assert!(v.get("citation_key").is_none(), "jsonl is as it was");
+    }
+
+    #[test]
+    fn formats_are_named_as_the_cli_names_them() {
+        for name in Format::NAMES {
+            let f: Format = name.parse().expect("a format");
+            assert_eq!(f.name(), name);
+        }
+        assert!("docx".parse::<Format>().is_err());
+    }
+}

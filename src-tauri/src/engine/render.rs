@@ -1,0 +1,269 @@
+//! The reader's HTML: a library document's Markdown rendered with pulldown-cmark, then
+//! sanitised with ammonia, so the window gets markup that can hold nothing active.
+//!
+//! A document's text comes from the web, so both steps assume it is hostile:
+//! - raw HTML in the Markdown is shown as the text it is, never parsed as markup;
+//! - links keep only http(s) targets and the document's own `#` anchors (footnotes); any other
+//!   scheme, and every relative link, loses its target and stays as plain text;
+//! - images are never loaded (the CSP blocks remote ones anyway): their alt text is shown.
+//!
+//! The window opens an http(s) link in the system browser, never in its own webview.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+
+use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, TagEnd};
+
+/// The prefix given to every `id` the document makes (footnote definitions), so that none can
+/// clash with an element of the window itself.
+const ID_PREFIX: &str = "doc-";
+
+/// Markdown as safe HTML for the reader.
+pub fn markdown_to_html(markdown: &str) -> String {
+    let mut options = Options::empty();
+    options.insert(Options::ENABLE_TABLES);
+    options.insert(Options::ENABLE_FOOTNOTES);
+    options.insert(Options::ENABLE_STRIKETHROUGH);
+    options.insert(Options::ENABLE_TASKLISTS);
+    let events = Guarded::new(Parser::new_ext(markdown, options));
+    let mut html = String::with_capacity(markdown.len() + markdown.len() / 4);
+    pulldown_cmark::html::push_html(&mut html, events);
+    sanitizer().clean(&html).to_string()
+}
+
+/// The sanitiser: ammonia's defaults (no scripts, styles, event handlers or forms), narrowed
+/// to what rendered Markdown makes.
+fn sanitizer() -> ammonia::Builder<'static> {
+    let mut b = ammonia::Builder::default();
+    b.rm_tags(["img", "area", "map"])
+        .url_schemes(HashSet::from(["http", "https"]))
+        .url_relative(ammonia::UrlRelative::Custom(Box::new(in_document)))
+        .link_rel(Some("noopener noreferrer nofollow"))
+        .add_tag_attributes("div", ["id"])
+        .add_tag_attributes("input", ["type", "checked", "disabled"])
+        .add_tags(["input"])
+        .id_prefix(Some(ID_PREFIX))
+        .add_allowed_classes("span", ["img-alt"])
+        .add_allowed_classes("div", ["footnote-definition"])
+        .add_allowed_classes("sup", ["footnote-definition-label", "footnote-reference"]);
+    b
+}
+
+/// A relative link survives only as an anchor in the document itself, pointed at the
+/// prefixed id ammonia gives the element.
+fn in_document(url: &str) -> Option<Cow<'_, str>> {
+    let name = url.strip_prefix('#')?;
+    if name.is_empty() || name.starts_with(ID_PREFIX) {
+        return Some(Cow::Borrowed(url));
+    }
+    Some(Cow::Owned(format!("#{ID_PREFIX}{name}")))
+}
+
+/// The event stream with what must not render taken out or made text.
+struct Guarded<'a, I> {
+    inner: I,
+    /// Inside an image: its alt text is shown and the rest of it dropped.
+    in_image: usize,
+    /// For each open link, whether its start was kept (its end must match).
+    links: Vec<bool>,
+    queued: Option<Event<'a>>,
+}
+
+impl<'a, I: Iterator<Item = Event<'a>>> Guarded<'a, I> {
+    fn new(inner: I) -> Self {
+        Self {
+            inner,
+            in_image: 0,
+            links: Vec::new(),
+            queued: None,
+        }
+    }
+}
+
+fn safe_target(url: &str) -> bool {
+    let lower = url.trim_start().to_ascii_lowercase();
+    lower.starts_with("http://") || lower.starts_with("https://") || lower.starts_with('#')
+}
+
+impl<'a, I: Iterator<Item = Event<'a>>> Iterator for Guarded<'a, I> {
+    type Item = Event<'a>;
+
+    fn next(&mut self) -> Option<Event<'a>> {
+        if let Some(e) = self.queued.take() {
+            return Some(e);
+        }
+        loop {
+            let event = self.inner.next()?;
+            let out = match event {
+                // Markup a page spelled out stays the text it is.
+                Event::Html(t) | Event::InlineHtml(t) => Event::Text(t),
+                Event::Start(Tag::Image { .. }) => {
+                    self.in_image += 1;
+                    if self.in_image > 1 {
+                        continue;
+                    }
+                    self.queued = Some(Event::Text(CowStr::Borrowed("[image: ")));
+                    Event::InlineHtml(CowStr::Borrowed("<span class=\"img-alt\">"))
+                }
+                Event::End(TagEnd::Image) => {
+                    self.in_image = self.in_image.saturating_sub(1);
+                    if self.in_image > 0 {
+                        continue;
+                    }
+                    self.queued = Some(Event::InlineHtml(CowStr::Borrowed("</span>")));
+                    Event::Text(CowStr::Borrowed("]"))
+                }
+                Event::Start(Tag::Link {
+                    link_type,
+                    dest_url,
+                    title,
+                    id,
+                }) => {
+                    let keep = self.in_image == 0 && safe_target(&dest_url);
+                    self.links.push(keep);
+                    if !keep {
+                        continue;
+                    }
+                    Event::Start(Tag::Link {
+                        link_type,
+                        dest_url,
+                        title,
+                        id,
+                    })
+                }
+                Event::End(TagEnd::Link) => {
+                    if !self.links.pop().unwrap_or(false) {
+                        continue;
+                    }
+                    Event::End(TagEnd::Link)
+                }
+                // An image's alt text is its inner text; anything else inside it is dropped.
+                Event::Text(_) | Event::Code(_) if self.in_image > 0 => event,
+                _ if self.in_image > 0 => continue,
+                other => other,
+            };
+            return Some(out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_renders_headings_lists_tables_code_and_quotes() {
+        let html = markdown_to_html(
+            "# Title\n\nSome *em* and **strong**.\n\n- one\n- two\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```rust\nfn main() {}\n```\n\n> quoted\n",
+        );
+        for part in [
+            "<h1>Title</h1>",
+            "<em>em</em>",
+            "<strong>strong</strong>",
+            "<li>one</li>",
+            "<table>",
+            "<td>2</td>",
+            "<pre><code>fn main() {}",
+            "<blockquote>",
+        ] {
+            assert!(html.contains(part), "{part} missing from {html}");
+        }
+    }
+
+    #[test]
+    fn raw_html_in_the_markdown_is_shown_as_text() {
+        let html = markdown_to_html(
+            "<script>alert(1)</script>\n\nText <img src=x onerror=alert(2)> and <b onclick=x>bold</b>\n\n<iframe src=\"https://evil.example\"></iframe>\n",
+        );
+        assert!(!html.contains("<script"), "{html}");
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("<b "), "{html}");
+        assert!(!html.contains("<iframe"), "{html}");
+        assert!(
+            html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{html}"
+        );
+        assert!(
+            html.contains("&lt;img src=x onerror=alert(2)&gt;"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn markup_a_page_spelled_out_stays_literal() {
+        // The extractor escapes text that looked like markup; it must read as that text.
+        let html = markdown_to_html("A page said &lt;img onerror=alert(1)&gt; literally.");
+        assert!(html.contains("&lt;img onerror=alert(1)&gt;"), "{html}");
+        assert!(!html.contains("<img"), "{html}");
+    }
+
+    #[test]
+    fn only_http_links_and_anchors_keep_their_targets() {
+        let html = markdown_to_html(
+            "[web](https://example.org/a) [plain](http://example.org/b) \
+             [js](javascript:alert(1)) [data](data:text/html,hi) [file](file:///etc/passwd) \
+             [rel](../other.md) [root](/etc) [proto](//evil.example/x) [Js](JaVaScRiPt:alert(1))\n",
+        );
+        assert!(html.contains("href=\"https://example.org/a\""), "{html}");
+        assert!(html.contains("href=\"http://example.org/b\""), "{html}");
+        for bad in [
+            "javascript",
+            "JaVaScRiPt",
+            "data:",
+            "file:",
+            "../other",
+            "/etc",
+            "evil",
+        ] {
+            assert!(
+                !html.contains(&format!("href=\"{bad}")),
+                "{bad} kept in {html}"
+            );
+        }
+        assert!(!html.contains("evil.example"), "{html}");
+        // The words of every link stay.
+        for word in ["js", "data", "file", "rel", "root", "proto"] {
+            assert!(
+                html.contains(&format!(">{word}<")) || html.contains(word),
+                "{word}"
+            );
+        }
+        assert!(
+            html.contains("rel=\"noopener noreferrer nofollow\""),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn images_show_their_alt_text_and_never_load() {
+        let html = markdown_to_html(
+            "![A diagram of the set-up](https://tracker.example/pixel.png \"t\") and [![badge](https://x.example/b.svg)](https://example.org)\n",
+        );
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("tracker.example"), "{html}");
+        assert!(!html.contains("x.example"), "{html}");
+        assert!(
+            html.contains("<span class=\"img-alt\">[image: A diagram of the set-up]</span>"),
+            "{html}"
+        );
+        assert!(html.contains("[image: badge]"), "{html}");
+    }
+
+    #[test]
+    fn footnotes_link_to_their_definitions_inside_the_document() {
+        let html = markdown_to_html("A claim.[^1]\n\n[^1]: The source.\n");
+        assert!(html.contains("href=\"#doc-1\""), "{html}");
+        assert!(html.contains("id=\"doc-1\""), "{html}");
+        assert!(html.contains("The source."), "{html}");
+    }
+
+    #[test]
+    fn attributes_that_could_run_or_style_are_gone() {
+        let html = markdown_to_html(
+            "[x](https://example.org \"title\\\" onmouseover=\\\"alert(1)\")\n\n```\n<svg onload=alert(1)>\n```\n",
+        );
+        assert!(!html.contains("onmouseover=\""), "{html}");
+        assert!(!html.contains("<svg"), "{html}");
+        assert!(html.contains("&lt;svg onload=alert(1)&gt;"), "{html}");
+    }
+}
