@@ -2,7 +2,7 @@
 //! ACL. The app command manifest makes app commands go through the ACL like plugin commands: a command is
 //! callable only from a window whose capability grants its generated `allow-<command>` permission.
 
-/// Every app command in `desktop::commands`; a command missing here cannot be granted or called.
+/// Every app command in `desktop::commands` and `desktop::library`; a command missing here cannot be granted or called.
 const COMMANDS: &[&str] = &[
     "stats",
     "add_urls",
@@ -21,6 +21,12 @@ const COMMANDS: &[&str] = &[
     "open_library",
     "open_in_browser",
     "export_library",
+    "search_library",
+    "library_tags",
+    "read_document_of",
+    "set_document_tags",
+    "open_pdf",
+    "open_link",
 ];
 
 fn main() {

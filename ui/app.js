@@ -1,34 +1,11 @@
 // Gleaner's window. Loaded as an ES module from index.html (the CSP forbids inline scripts).
 // Everything that comes from the backend or from fetched pages (URLs, titles, errors) is put on
-// the page with textContent or as attribute values, never parsed as HTML.
+// the page with textContent or as attribute values, never parsed as HTML. The one exception is
+// the reader's text, rendered and sanitised in Rust (library.js).
 
-const tauri = window.__TAURI__;
-const $ = (id) => document.getElementById(id);
-
-const statusLine = $('status');
-
-function say(text, isError = false) {
-  statusLine.textContent = text;
-  statusLine.dataset.state = isError ? 'error' : 'ok';
-}
-
-async function call(command, args) {
-  if (!tauri?.core?.invoke) {
-    throw new Error('Not running inside Gleaner: there is no backend to ask.');
-  }
-  return tauri.core.invoke(command, args);
-}
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  return node;
-}
-
-function plural(n, word) {
-  return `${n.toLocaleString()} ${word}${n === 1 ? '' : 's'}`;
-}
+import { $, call, el, isTextEntry, plural, say } from './common.js';
+import { initExport } from './export.js';
+import { initLibrary, libraryShown, readJob, refreshLibrary, resultIds } from './library.js';
 
 // What each stage of a reference's resolution asked for, as the attempt history says it.
 const STAGE_WORDS = {
@@ -175,20 +152,6 @@ pauseButton.addEventListener('click', async () => {
   }
 });
 
-$('export-library').addEventListener('click', async () => {
-  const button = $('export-library');
-  button.disabled = true;
-  say('Exporting the library…');
-  try {
-    const r = await call('export_library');
-    say(`Exported ${plural(r.documents, 'document')} to ${r.path} (JSON Lines: metadata and text).`);
-  } catch (err) {
-    say(String(err), true);
-  } finally {
-    button.disabled = false;
-  }
-});
-
 $('open-library').addEventListener('click', async () => {
   try {
     await call('open_library');
@@ -292,6 +255,8 @@ async function addText(text, source, files = []) {
     }
     refreshAll();
     loadFilters();
+initLibrary();
+initExport({ selectedJob: () => selectedId, resultIds });
   } catch (err) {
     addSummary.textContent = String(err);
   } finally {
@@ -314,11 +279,6 @@ urls.addEventListener('keydown', (event) => {
     addText(urls.value, 'paste');
   }
 });
-
-function isTextEntry(target) {
-  return target instanceof HTMLElement
-    && (target.closest('input, textarea, select, [contenteditable]') !== null);
-}
 
 // Ctrl+V outside a text box adds what the clipboard holds.
 document.addEventListener('paste', (event) => {
@@ -693,6 +653,7 @@ function renderDetails(d) {
   $('d-delete').disabled = job.status === 'running';
   $('d-delete').textContent = deleteArmed ? 'Confirm delete' : 'Delete';
   $('d-open').disabled = !job.document;
+  $('d-read').disabled = !job.document;
   $('d-retry-host').textContent = `Retry dead on ${job.host}`;
   renderHostPause(job.host);
   $('attempt-rows').replaceChildren(...d.attempts.map((a) => {
@@ -731,7 +692,7 @@ function renderHostPause(host) {
 }
 // Escape closes the details pane (the settings dialog handles its own Escape).
 document.addEventListener('keydown', (event) => {
-  if (event.key === 'Escape' && !dialog.open && selectedId !== null) closeDetails();
+  if (event.key === 'Escape' && !dialog.open && selectedId !== null && !libraryShown()) closeDetails();
 });
 
 async function runAction(command, args, verb) {
@@ -767,6 +728,7 @@ $('d-open').addEventListener('click', async () => {
     say(String(err), true);
   }
 });
+$('d-read').addEventListener('click', () => shown && readJob(shown.job.id));
 $('d-browser').addEventListener('click', async () => {
   if (!shown) return;
   try {
@@ -866,10 +828,11 @@ async function refreshAll() {
     say(`Could not list jobs: ${String(err)}`, true);
   }
   if (selectedId !== null) showDetails(selectedId);
+  refreshLibrary();
 }
 
 // The backend sends one coalesced event per burst of committed job changes.
-tauri?.event?.listen('jobs-changed', refreshAll);
+window.__TAURI__?.event?.listen('jobs-changed', refreshAll);
 
 refreshStats();
 reloadJobs().then(() => {
@@ -878,3 +841,4 @@ reloadJobs().then(() => {
   say('Ready.');
 });
 loadFilters();
+initLibrary();

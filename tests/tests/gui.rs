@@ -116,8 +116,10 @@ fn pasted_text_queues_its_links_and_they_finish() {
         assert!(counts.contains("done3"), "header counts: {counts:?}");
         s.screenshot("jobs-done").await;
 
-        // Export the library from the window: one JSON object per document, with its text.
+        // Export the library from the window: one JSON object per document, with its text
+        // (the dialog's first format and scope: JSON Lines, the whole library).
         s.click("export-library").await;
+        s.click("export-go").await;
         let said = s
             .wait_text("status", |t| t.starts_with("Exported"), "the export")
             .await;

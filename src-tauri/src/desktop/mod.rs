@@ -8,6 +8,7 @@
 
 mod commands;
 mod handover;
+mod library;
 mod tray;
 
 use std::path::PathBuf;
@@ -160,6 +161,7 @@ pub fn build_app<R: Runtime>(
         .plugin(tauri_plugin_window_state::Builder::default().build())
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_opener::init())
+        .plugin(navigation_guard())
         .manage(state)
         .setup(|app| {
             let has_tray = tray::install(app.handle());
@@ -204,9 +206,31 @@ pub fn build_app<R: Runtime>(
             commands::open_library,
             commands::open_in_browser,
             commands::export_library,
+            library::search_library,
+            library::library_tags,
+            library::read_document_of,
+            library::set_document_tags,
+            library::open_pdf,
+            library::open_link,
         ])
         .build(tauri::generate_context!())
         .context("could not build the desktop window")
+}
+
+/// The window shows the app's own pages only: a link that slipped past the reader's own click
+/// handling would otherwise load a fetched site inside the app.
+fn navigation_guard<R: Runtime>() -> tauri::plugin::TauriPlugin<R> {
+    tauri::plugin::Builder::new("navigation-guard")
+        .on_navigation(|_webview, url| {
+            let own = matches!(url.scheme(), "tauri" | "about")
+                || (matches!(url.scheme(), "http" | "https")
+                    && url.host_str() == Some("tauri.localhost"));
+            if !own {
+                tracing::warn!(url = %crate::engine::redact::url(url.as_str()), "navigation away from the app refused");
+            }
+            own
+        })
+        .build()
 }
 
 /// Start the worker loop and the event forwarder on Tauri's async runtime.

@@ -1,0 +1,313 @@
+//! The Library view's commands: search with filters, the reader, tags, and opening what a
+//! document links to. Listed in `build.rs` and granted in `capabilities/default.json` like the
+//! others.
+//!
+//! The reader's HTML is made in Rust ([`render::markdown_to_html`]): the page puts that, and
+//! nothing else it is sent, into the document as markup.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use tauri::{Runtime, State};
+
+use super::DesktopState;
+use super::commands::{inside_library, job_or_gone, off_main, store_error};
+use crate::engine::intake;
+use crate::engine::library::{Library, read_document};
+use crate::engine::queue::{Hit, LibraryQuery};
+use crate::engine::render;
+use crate::engine::tags;
+
+/// Results a search shows at most; a person refines the words rather than scroll further.
+const RESULTS_MAX: u32 = 200;
+
+/// A document larger than this is not rendered in the window: the file button opens it.
+const READER_MAX_BYTES: u64 = 16 * 1024 * 1024;
+
+#[derive(Debug, Deserialize)]
+pub struct SearchArgs {
+    #[serde(default)]
+    text: String,
+    tag: Option<String>,
+    host: Option<String>,
+    batch_id: Option<i64>,
+    limit: Option<u32>,
+}
+
+/// Ranked documents for the words, narrowed by the filters; with no words, the newest.
+#[tauri::command]
+pub async fn search_library(
+    query: SearchArgs,
+    state: State<'_, DesktopState>,
+) -> Result<Vec<Hit>, String> {
+    let store = state.reader.clone();
+    off_main(move || {
+        let q = LibraryQuery {
+            text: query.text,
+            tag: query.tag.filter(|t| !t.is_empty()),
+            host: query.host.filter(|h| !h.is_empty()),
+            batch_id: query.batch_id,
+            limit: query.limit.unwrap_or(RESULTS_MAX).min(RESULTS_MAX),
+        };
+        let mut hits = store
+            .library(&q)
+            .map_err(store_error("Could not search the library"))?;
+        for hit in &mut hits {
+            shown_hit(hit);
+        }
+        Ok(hits)
+    })
+    .await
+}
+
+/// Web text in a result, with control and bidi characters escaped as the job table does.
+fn shown_hit(hit: &mut Hit) {
+    let escape = |t: &mut String| {
+        if let std::borrow::Cow::Owned(escaped) = intake::printable(t) {
+            *t = escaped;
+        }
+    };
+    escape(&mut hit.url);
+    // A snippet spans lines of the Markdown; in a result it is one run of text.
+    hit.snippet = hit.snippet.split_whitespace().collect::<Vec<_>>().join(" ");
+    escape(&mut hit.snippet);
+    for t in [&mut hit.title, &mut hit.year, &mut hit.container]
+        .into_iter()
+        .flatten()
+    {
+        escape(t);
+    }
+    for t in hit.authors.iter_mut().chain(hit.tags.iter_mut()) {
+        escape(t);
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct TagCount {
+    tag: String,
+    count: u64,
+}
+
+/// Every tag with how many documents carry it, most used first, for the tag filter.
+#[tauri::command]
+pub async fn library_tags(state: State<'_, DesktopState>) -> Result<Vec<TagCount>, String> {
+    let store = state.reader.clone();
+    off_main(move || {
+        Ok(store
+            .tag_counts()
+            .map_err(store_error("Could not read the tags"))?
+            .into_iter()
+            .map(|(tag, count)| TagCount { tag, count })
+            .collect())
+    })
+    .await
+}
+
+/// One document as the reader shows it.
+#[derive(Debug, Default, Serialize)]
+pub struct Reading {
+    job_id: i64,
+    title: Option<String>,
+    url: String,
+    /// The rendered text, sanitised: the one field the page inserts as markup.
+    html: String,
+    authors: Vec<String>,
+    published: Option<String>,
+    /// The journal, or the site a page is from.
+    container: Option<String>,
+    doi: Option<String>,
+    arxiv: Option<String>,
+    pmid: Option<String>,
+    fetched_at: Option<String>,
+    archived_at: Option<String>,
+    /// Whether the text is the paper's (`Some(false)`: a landing page and its abstract).
+    full_text: Option<bool>,
+    has_pdf: bool,
+    document: String,
+    tags: Vec<String>,
+}
+
+/// A job's document, rendered for the reader, with its metadata and tags.
+#[tauri::command]
+pub async fn read_document_of(id: i64, state: State<'_, DesktopState>) -> Result<Reading, String> {
+    let store = state.reader.clone();
+    let root = state.library_root.clone();
+    off_main(move || {
+        let job = job_or_gone(&*store, id)?;
+        let doc = job
+            .document
+            .clone()
+            .ok_or_else(|| "This job has no saved document yet.".to_string())?;
+        let path = inside_library(&root, Path::new(&doc))?;
+        let size = std::fs::metadata(&path)
+            .map_err(|e| format!("Could not read {}: {e}", path.display()))?
+            .len();
+        if size > READER_MAX_BYTES {
+            return Err(format!(
+                "This document is {} MB, too large to show here. Open the file instead.",
+                size / (1024 * 1024)
+            ));
+        }
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("Could not read {}: {e}", path.display()))?;
+        let tags = store
+            .job_tags(id)
+            .map_err(store_error("Could not read the tags"))?;
+        Ok(reading(id, &job.url, &doc, &path, &text, tags))
+    })
+    .await
+}
+
+fn reading(id: i64, url: &str, doc: &str, path: &Path, text: &str, tags: Vec<String>) -> Reading {
+    let (meta, body) = read_document(text).unwrap_or_default();
+    let field = |key: &str| {
+        meta.get(key)
+            .and_then(|v| v.as_str())
+            .map(|s| intake::printable(s).into_owned())
+    };
+    let authors = match meta.get("authors").and_then(|v| v.as_array()) {
+        Some(list) => list
+            .iter()
+            .filter_map(|a| a.as_str())
+            .map(|a| intake::printable(a).into_owned())
+            .collect(),
+        None => field("byline").into_iter().collect(),
+    };
+    let has_pdf = field("pdf")
+        .and_then(|name| path.parent().map(|dir| dir.join(name)))
+        .is_some_and(|p| p.is_file());
+    Reading {
+        job_id: id,
+        title: field("title"),
+        url: intake::printable(url).into_owned(),
+        html: render::markdown_to_html(if meta.is_empty() { text } else { body }),
+        authors,
+        published: field("issued").or_else(|| field("published")),
+        container: field("container_title").or_else(|| field("site_name")),
+        doi: field("doi"),
+        arxiv: field("arxiv"),
+        pmid: field("pmid"),
+        fetched_at: field("fetched_at"),
+        archived_at: field("archived_at"),
+        full_text: meta.get("full_text").and_then(|v| v.as_bool()),
+        has_pdf,
+        document: doc.to_string(),
+        tags,
+    }
+}
+
+/// Replace a document's tags (in the database and in its front matter); the tags as stored.
+#[tauri::command]
+pub async fn set_document_tags(
+    id: i64,
+    tags: Vec<String>,
+    state: State<'_, DesktopState>,
+) -> Result<Vec<String>, String> {
+    let store = state.store.clone();
+    let library = Library::new(state.library_root.clone());
+    off_main(move || {
+        tags::set_tags(&*store, &library, id, &tags)
+            .map_err(|e| format!("Could not change the tags: {e}"))
+    })
+    .await
+}
+
+/// Open the PDF kept beside a paper's document with the system's viewer.
+#[tauri::command]
+pub fn open_pdf<R: Runtime>(
+    id: i64,
+    app: tauri::AppHandle<R>,
+    state: State<'_, DesktopState>,
+) -> Result<(), String> {
+    use tauri_plugin_opener::OpenerExt as _;
+    let job = job_or_gone(&*state.reader, id)?;
+    let doc = job
+        .document
+        .ok_or_else(|| "This job has no saved document yet.".to_string())?;
+    let pdf = kept_pdf(Path::new(&doc))?;
+    let path = inside_library(&state.library_root, &pdf)?;
+    app.opener()
+        .open_path(path.to_string_lossy(), None::<&str>)
+        .map_err(|e| format!("Could not open {}: {e}", path.display()))
+}
+
+/// The PDF a document's front matter names, beside it.
+fn kept_pdf(doc: &Path) -> Result<PathBuf, String> {
+    let text = std::fs::read_to_string(doc)
+        .map_err(|e| format!("Could not read {}: {e}", doc.display()))?;
+    let name = read_document(&text)
+        .and_then(|(meta, _)| meta.get("pdf").and_then(|v| v.as_str()).map(String::from))
+        .ok_or_else(|| "No PDF was kept for this document.".to_string())?;
+    // A name, not a path: the PDF is saved beside its document.
+    if name.contains(['/', '\\']) || name.starts_with('.') {
+        return Err(format!("The kept PDF's name {name:?} is not a file name."));
+    }
+    doc.parent()
+        .map(|dir| dir.join(&name))
+        .ok_or_else(|| "The document has no folder.".to_string())
+}
+
+/// Open a link from the reader in the system browser: http(s) only, and never in the window.
+#[tauri::command]
+pub fn open_link<R: Runtime>(url: String, app: tauri::AppHandle<R>) -> Result<(), String> {
+    use tauri_plugin_opener::OpenerExt as _;
+    let parsed = url::Url::parse(&url).map_err(|e| format!("Not a valid address: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "Only http and https links are opened, not {}.",
+            intake::printable(&url)
+        ));
+    }
+    app.opener()
+        .open_url(parsed.as_str(), None::<&str>)
+        .map_err(|e| format!("Could not open the browser: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reading_takes_its_facts_from_the_front_matter_and_renders_only_the_body() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let doc = dir.path().join("paper.md");
+        std::fs::write(dir.path().join("paper.pdf"), b"%PDF-1.4").expect("pdf");
+        let text = "---\nurl: \"https://doi.org/10.1/x\"\ntitle: \"A \\u202eTitle\"\nauthors: [\"Curie, Marie\"]\nissued: \"1903\"\ncontainer_title: \"Nature\"\ndoi: \"10.1/x\"\npdf: \"paper.pdf\"\nfull_text: true\n---\n# Heading\n\n<script>alert(1)</script>\n";
+        std::fs::write(&doc, text).expect("doc");
+        let r = reading(
+            7,
+            "doi:10.1/x",
+            "paper.md",
+            &doc,
+            text,
+            vec!["thesis".into()],
+        );
+        assert_eq!(r.title.as_deref(), Some("A \\u{202e}Title"));
+        assert_eq!(r.authors, ["Curie, Marie"]);
+        assert_eq!(r.published.as_deref(), Some("1903"));
+        assert_eq!(r.container.as_deref(), Some("Nature"));
+        assert_eq!(r.full_text, Some(true));
+        assert!(r.has_pdf);
+        assert!(r.html.contains("<h1>Heading</h1>"), "{}", r.html);
+        assert!(
+            !r.html.contains("url:"),
+            "front matter rendered: {}",
+            r.html
+        );
+        assert!(!r.html.contains("<script"), "{}", r.html);
+        assert_eq!(r.tags, ["thesis"]);
+    }
+
+    #[test]
+    fn a_pdf_name_that_leaves_the_folder_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let doc = dir.path().join("d.md");
+        std::fs::write(&doc, "---\npdf: \"../../etc/passwd\"\n---\ntext\n").expect("doc");
+        assert!(kept_pdf(&doc).is_err());
+        std::fs::write(&doc, "---\ntitle: \"t\"\n---\ntext\n").expect("doc");
+        assert_eq!(
+            kept_pdf(&doc).err().as_deref(),
+            Some("No PDF was kept for this document.")
+        );
+    }
+}

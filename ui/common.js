@@ -1,0 +1,35 @@
+// What every part of Gleaner's window shares: finding elements, asking the backend, making
+// elements whose text is set as text, and the status line.
+
+const tauri = window.__TAURI__;
+export const $ = (id) => document.getElementById(id);
+
+const statusLine = $('status');
+
+export function say(text, isError = false) {
+  statusLine.textContent = text;
+  statusLine.dataset.state = isError ? 'error' : 'ok';
+}
+
+export async function call(command, args) {
+  if (!tauri?.core?.invoke) {
+    throw new Error('Not running inside Gleaner: there is no backend to ask.');
+  }
+  return tauri.core.invoke(command, args);
+}
+
+export function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+export function plural(n, word) {
+  return `${n.toLocaleString()} ${word}${n === 1 ? '' : 's'}`;
+}
+
+export function isTextEntry(target) {
+  return target instanceof HTMLElement
+    && (target.closest('input, textarea, select, [contenteditable]') !== null);
+}
