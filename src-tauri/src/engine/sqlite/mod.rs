@@ -23,6 +23,7 @@ mod queue_impl;
 mod reads;
 mod rows;
 mod search;
+mod snippet;
 mod stages;
 mod stall;
 mod tags;

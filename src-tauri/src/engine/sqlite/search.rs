@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use rusqlite::{Transaction, params};
 
-use super::Store;
+use super::{Store, snippet};
 use crate::engine::queue::{Hit, Indexed, LibraryQuery, Reindexed, Result};
 use crate::engine::tags::{clean, key, split_tag_terms};
 
@@ -23,18 +23,34 @@ const FILTERS: &str = "j.document IS NOT NULL AND (?3 IS NULL OR j.host = ?3) \
          AND t.tag IN (SELECT value FROM json_each(?6))) = ?5)";
 
 /// BM25 weights of the columns `title`, `authors`, `body`: a word in the title counts as
-/// much as ten in the text.
+/// much as ten in the text. Only matches from job ?7 on are ranked (see [`RANK_WINDOW`]).
+/// The matched words are marked with control characters, made `**` by [`snippet::marked`].
 static RANKED_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT j.id, j.url, j.title, j.document, \
-             snippet(search, 2, '**', '**', '…', 16), -bm25(search, 10.0, 5.0, 1.0), {HIT_COLUMNS} \
+             snippet(search, 2, char(2), char(3), '…', 16), -bm25(search, 10.0, 5.0, 1.0), {HIT_COLUMNS} \
          FROM search s JOIN jobs j ON j.id = s.rowid \
              LEFT JOIN library_meta lm ON lm.job_id = j.id \
              LEFT JOIN batches b ON b.id = j.batch_id \
-         WHERE search MATCH ?1 AND {FILTERS} \
+         WHERE search MATCH ?1 AND s.rowid >= ?7 AND {FILTERS} \
          ORDER BY bm25(search, 10.0, 5.0, 1.0) LIMIT ?2"
     )
 });
+
+/// At most this many matches are ranked: the newest ones, when a query matches more.
+///
+/// BM25 costs about 2 µs a match (FTS5 reads each match's column sizes and counts its
+/// hits), while walking the matches costs a tenth of that. A word in most of 100,000
+/// documents took 150-300 ms to rank, and such words carry almost no weight anyway: FTS5
+/// clamps the IDF of a word in more than half the documents to 1e-6. With the window, any
+/// query ranks in tens of milliseconds (BENCHMARKS.md §9), and one matching fewer documents
+/// than this is ranked exactly as before.
+pub(super) const RANK_WINDOW: i64 = 10_000;
+
+/// The job id from which a query's newest [`RANK_WINDOW`] matches start; none when it has
+/// fewer (walks the matches' ids only, newest first).
+const WINDOW_SQL: &str =
+    "SELECT rowid FROM search WHERE search MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET ?2";
 
 /// Every document, newest job first: `library_meta` has a row per document, walked by its key.
 /// Only the start of each text is read for its snippet; ?1 (the text) is none.
@@ -87,20 +103,12 @@ fn plain_words(text: &str) -> String {
         .join(" ")
 }
 
-/// A listing's snippet: the start of the text, Markdown's heading, quote and emphasis marks
-/// taken out (the window reads `**` as a match), whitespace collapsed, cut after a whole word.
+/// A listing's snippet: the start of the text as plain words ([`snippet::plain`]), cut after
+/// a whole word.
 fn lead(text: &str) -> String {
-    let plain: Vec<&str> = text
-        .lines()
-        .map(|l| l.trim_start().trim_start_matches(['#', '>']))
-        .flat_map(str::split_whitespace)
-        .collect();
+    let plain = snippet::plain(text);
     let mut out = String::new();
-    for word in plain {
-        let word = word.replace("**", "").replace("__", "");
-        if word.is_empty() {
-            continue;
-        }
+    for word in plain.split(' ').filter(|w| !w.is_empty()) {
         let len = out.chars().count() + usize::from(!out.is_empty()) + word.chars().count();
         if len > LEAD_CHARS {
             if out.is_empty() {
@@ -112,7 +120,7 @@ fn lead(text: &str) -> String {
         if !out.is_empty() {
             out.push(' ');
         }
-        out.push_str(&word);
+        out.push_str(word);
     }
     out
 }
@@ -149,21 +157,51 @@ struct Filters<'a> {
     tags: Vec<String>,
 }
 
-fn run(
-    conn: &rusqlite::Connection,
-    sql: &str,
-    text: Option<&str>,
-    limit: u32,
-    f: &Filters<'_>,
-) -> rusqlite::Result<Vec<Hit>> {
+/// The listing: `f`'s documents, newest first.
+fn listed(conn: &rusqlite::Connection, limit: u32, f: &Filters<'_>) -> rusqlite::Result<Vec<Hit>> {
     // A list of strings: encoding cannot fail.
     let keys = serde_json::to_string(&f.tags).unwrap_or_else(|_| "[]".into());
-    conn.prepare_cached(sql)?
+    let mut hits: Vec<Hit> = conn
+        .prepare_cached(&LISTED_SQL)?
         .query_map(
-            params![text, limit, f.host, f.batch_id, f.tags.len(), keys],
+            params![None::<&str>, limit, f.host, f.batch_id, f.tags.len(), keys],
             hit_from_row,
         )?
-        .collect()
+        .collect::<rusqlite::Result<_>>()?;
+    for hit in &mut hits {
+        hit.snippet = lead(&hit.snippet);
+    }
+    Ok(hits)
+}
+
+/// `f`'s documents that match `text` (FTS5 syntax), best first, ranked within the window.
+fn ranked(
+    conn: &rusqlite::Connection,
+    text: &str,
+    limit: u32,
+    f: &Filters<'_>,
+    window: i64,
+) -> rusqlite::Result<Vec<Hit>> {
+    let from: i64 = match conn
+        .prepare_cached(WINDOW_SQL)?
+        .query_row(params![text, window - 1], |r| r.get(0))
+    {
+        Ok(id) => id,
+        Err(rusqlite::Error::QueryReturnedNoRows) => i64::MIN,
+        Err(e) => return Err(e),
+    };
+    let keys = serde_json::to_string(&f.tags).unwrap_or_else(|_| "[]".into());
+    let mut hits: Vec<Hit> = conn
+        .prepare_cached(&RANKED_SQL)?
+        .query_map(
+            params![text, limit, f.host, f.batch_id, f.tags.len(), keys, from],
+            hit_from_row,
+        )?
+        .collect::<rusqlite::Result<_>>()?;
+    for hit in &mut hits {
+        hit.snippet = snippet::marked(&hit.snippet);
+    }
+    Ok(hits)
 }
 
 impl Store {
@@ -181,25 +219,20 @@ impl Store {
         };
         let conn = self.conn()?;
         if text.is_empty() {
-            let mut hits = run(&conn, &LISTED_SQL, None, q.limit, &filters)?;
-            for hit in &mut hits {
-                hit.snippet = lead(&hit.snippet);
-            }
-            return Ok(hits);
+            return Ok(listed(&conn, q.limit, &filters)?);
         }
         // The query as written, with the index's syntax (phrases, prefixes, OR, NEAR); what
         // that syntax cannot take is searched as plain words.
-        let sql = RANKED_SQL.as_str();
-        match run(&conn, sql, Some(&text), q.limit, &filters) {
+        match ranked(&conn, &text, q.limit, &filters, RANK_WINDOW) {
             Ok(hits) => Ok(hits),
             Err(e) if is_query_error(&e) => {
                 tracing::debug!(error = %e, "searching as plain words");
-                Ok(run(
+                Ok(ranked(
                     &conn,
-                    sql,
-                    Some(&plain_words(&text)),
+                    &plain_words(&text),
                     q.limit,
                     &filters,
+                    RANK_WINDOW,
                 )?)
             }
             Err(e) => Err(e.into()),
@@ -340,6 +373,49 @@ mod tests {
             "**Bedload** moved through the braided channel after the thaw."
         );
         assert_eq!(ids(&s.search("okafor", 10).expect("authors")), [title]);
+    }
+
+    #[test]
+    fn a_query_matching_more_than_the_window_ranks_its_newest_matches() {
+        let s = Store::open_in_memory().expect("store");
+        // The oldest has the word in its title, so it ranks first when it is in the window.
+        let oldest = done(&s, "https://a.example/0", "River notes", "", "A river.");
+        let newer: Vec<i64> = (1..=4)
+            .map(|n| {
+                let url = format!("https://a.example/{n}");
+                done(&s, &url, "Notes", "", &format!("Text {n} about a river."))
+            })
+            .collect();
+        let f = Filters {
+            host: None,
+            batch_id: None,
+            tags: Vec::new(),
+        };
+        let conn = s.conn().expect("conn");
+        let all = ranked(&conn, "river", 10, &f, 10).expect("search");
+        assert_eq!(all.len(), 5);
+        assert_eq!(all[0].job_id, oldest, "ranked exactly within the window");
+        let windowed = ranked(&conn, "river", 10, &f, 3).expect("search");
+        let mut got = ids(&windowed);
+        got.sort_unstable();
+        assert_eq!(got, newer[1..], "only the three newest matches are ranked");
+    }
+
+    #[test]
+    fn a_snippet_is_plain_text_and_marks_only_the_matched_words() {
+        let s = Store::open_in_memory().expect("store");
+        done(
+            &s,
+            "https://a.example/1",
+            "Notes",
+            "",
+            "The **bold** claim, see [the paper](https://x.example/p) on \\<sediment\\>.",
+        );
+        let hits = s.library(&query("sediment")).expect("search");
+        assert_eq!(
+            hits[0].snippet,
+            "The bold claim, see the paper on <**sediment**>."
+        );
     }
 
     #[test]
