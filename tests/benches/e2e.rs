@@ -6,7 +6,8 @@
 //! - `queue_only`: claim and complete of as many no-op jobs, 32 in flight (Store::step).
 //!
 //! Run: `cargo bench -p gleaner-tests --bench e2e` (GLEANER_BENCH_N jobs, default 5,000;
-//! GLEANER_BENCH_ROUNDS, default 3). One JSON line per measurement.
+//! GLEANER_BENCH_ROUNDS, default 3; GLEANER_BENCH_KB=N for articles of N KiB instead of the
+//! small `/ok/` pages). One JSON line per measurement.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,6 +30,15 @@ fn line(op: &str, n: usize, secs: f64) {
         n as f64 / secs,
         gleaner_tests::peak_rss_kib() as f64 / 1024.0
     );
+}
+
+/// A job's page: the small `/ok/` page, or with GLEANER_BENCH_KB=N an article of about N KiB
+/// (the index's cost grows with the text). Fresh paths each round.
+fn page_path(round: usize, i: usize) -> String {
+    match std::env::var("GLEANER_BENCH_KB") {
+        Ok(kb) => format!("/article?kb={kb}&page=r{round}-{i}"),
+        Err(_) => format!("/ok/r{round}-{i}"),
+    }
 }
 
 fn policy() -> Policy {
@@ -176,7 +186,7 @@ fn main() {
     for round in 0..rounds {
         // Fresh paths each round: the worker must fetch, not find duplicates.
         let urls: Vec<String> = (0..n)
-            .map(|i| servers[i % HOSTS].url(&format!("/ok/r{round}-{i}")))
+            .map(|i| servers[i % HOSTS].url(&page_path(round, i)))
             .collect();
         let secs = runtime.block_on(worker_round(&urls));
         line("worker_end_to_end", n, secs);
