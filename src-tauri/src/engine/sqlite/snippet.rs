@@ -58,8 +58,7 @@ pub(super) fn plain(markdown: &str) -> String {
 /// A snippet from the ranked query, plain, with its matches between `**`.
 pub(super) fn marked(snippet: &str) -> String {
     plain(snippet)
-        .replace(OPEN, "**")
-        .replace(CLOSE, "**")
+        .replace([OPEN, CLOSE], "**")
         // A mark around nothing (a match that was only markup) says nothing.
         .replace("****", "")
 }
