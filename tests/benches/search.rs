@@ -235,5 +235,11 @@ fn main() {
         // The same one-word queries for a peer, one a line.
         let list: Vec<&str> = queries[0].1.iter().map(String::as_str).collect();
         std::fs::write(root.join("queries.txt"), list.join("\n")).expect("queries");
+        // Every kind, `KIND<TAB>QUERY` a line (bench/tantivy-peer.sh DIR DIR/queries.tsv).
+        let all: Vec<String> = queries
+            .iter()
+            .flat_map(|(kind, list)| list.iter().map(move |q| format!("{kind}\t{q}")))
+            .collect();
+        std::fs::write(root.join("queries.tsv"), all.join("\n")).expect("queries");
     }
 }

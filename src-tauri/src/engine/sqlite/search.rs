@@ -22,20 +22,38 @@ const FILTERS: &str = "j.document IS NOT NULL AND (?3 IS NULL OR j.host = ?3) \
      AND (?5 = 0 OR (SELECT count(*) FROM job_tags t WHERE t.job_id = j.id \
          AND t.tag IN (SELECT value FROM json_each(?6))) = ?5)";
 
-/// BM25 weights of the columns `title`, `authors`, `body`: a word in the title counts as
-/// much as ten in the text. Only matches from job ?7 on are ranked (see [`RANK_WINDOW`]).
-/// The matched words are marked with control characters, made `**` by [`snippet::marked`].
-static RANKED_SQL: LazyLock<String> = LazyLock::new(|| {
+/// The ranked query, in two parts. `top` ranks the matches from job ?7 on (see
+/// [`RANK_WINDOW`]) by BM25, with weights title 10, authors 5, text 1 (a word in the title
+/// counts as much as ten in the text), reading the index alone unless `filtered` asks for the
+/// jobs' columns. Then only the best ?2 are joined to their jobs and given a snippet: computed
+/// in the ranking itself, the snippet and the joins were paid for every match (BENCHMARKS.md
+/// §9). The matched words are marked with control characters, made `**` by
+/// [`snippet::marked`].
+fn ranked_sql(filtered: bool) -> String {
+    let (from, filters) = if filtered {
+        (
+            "search s JOIN jobs j ON j.id = s.rowid",
+            format!("AND {FILTERS}"),
+        )
+    } else {
+        ("search s", String::new())
+    };
     format!(
-        "SELECT j.id, j.url, j.title, j.document, \
-             snippet(search, 2, char(2), char(3), '…', 16), -bm25(search, 10.0, 5.0, 1.0), {HIT_COLUMNS} \
-         FROM search s JOIN jobs j ON j.id = s.rowid \
+        "WITH top AS (SELECT s.rowid AS id, bm25(search, 10.0, 5.0, 1.0) AS rank FROM {from} \
+             WHERE search MATCH ?1 AND s.rowid >= ?7 {filters} ORDER BY rank LIMIT ?2) \
+         SELECT j.id, j.url, j.title, j.document, \
+             (SELECT snippet(search, 2, char(2), char(3), '…', 16) FROM search \
+                  WHERE search MATCH ?1 AND rowid = top.id), \
+             -top.rank, {HIT_COLUMNS} \
+         FROM top JOIN jobs j ON j.id = top.id \
              LEFT JOIN library_meta lm ON lm.job_id = j.id \
              LEFT JOIN batches b ON b.id = j.batch_id \
-         WHERE search MATCH ?1 AND s.rowid >= ?7 AND {FILTERS} \
-         ORDER BY bm25(search, 10.0, 5.0, 1.0) LIMIT ?2"
+         WHERE j.document IS NOT NULL ORDER BY top.rank"
     )
-});
+}
+
+static RANKED_SQL: LazyLock<String> = LazyLock::new(|| ranked_sql(false));
+static RANKED_FILTERED_SQL: LazyLock<String> = LazyLock::new(|| ranked_sql(true));
 
 /// At most this many matches are ranked: the newest ones, when a query matches more.
 ///
@@ -191,8 +209,14 @@ fn ranked(
         Err(e) => return Err(e),
     };
     let keys = serde_json::to_string(&f.tags).unwrap_or_else(|_| "[]".into());
+    let unfiltered = f.host.is_none() && f.batch_id.is_none() && f.tags.is_empty();
+    let sql = if unfiltered {
+        &RANKED_SQL
+    } else {
+        &RANKED_FILTERED_SQL
+    };
     let mut hits: Vec<Hit> = conn
-        .prepare_cached(&RANKED_SQL)?
+        .prepare_cached(sql)?
         .query_map(
             params![text, limit, f.host, f.batch_id, f.tags.len(), keys, from],
             hit_from_row,
