@@ -224,8 +224,10 @@ function renderReading(r) {
   reader.pdf.hidden = !r.has_pdf;
   // Rendered from Markdown and sanitised in Rust: no script, handler, style, image or
   // non-http(s) link can be in it, and the CSP forbids inline scripts besides.
-  reader.body.innerHTML = r.html;
+  // Scrolled to the top while empty: setting it after the text forced a layout of all of it.
+  reader.body.replaceChildren();
   reader.body.scrollTop = 0;
+  reader.body.innerHTML = r.html;
   for (const b of resultButtons()) {
     if (Number(b.dataset.id) === r.job_id) b.setAttribute('aria-current', 'true');
     else b.removeAttribute('aria-current');
@@ -279,6 +281,7 @@ async function openReader(id) {
   const started = performance.now();
   try {
     const r = await call('read_document_of', { id });
+    reader.doc.dataset.answeredMs = String(Math.round(performance.now() - started));
     renderReading(r);
     // For the benchmark (tests/benches/reader.rs): from the click to the text in the page,
     // and to the first frame painted after it.

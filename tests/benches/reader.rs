@@ -32,7 +32,15 @@ async fn wait_for(s: &DesktopSession, script: &str, what: &str) -> serde_json::V
         if !v.is_null() && v != json!(false) {
             return v;
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        if Instant::now() >= deadline {
+            let status = s
+                .js(
+                    "return document.getElementById('status').textContent;",
+                    vec![],
+                )
+                .await;
+            panic!("timed out waiting for {what}; the status line says {status}");
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -80,7 +88,7 @@ fn main() {
                 "the result",
             )
             .await;
-            let (mut opened, mut painted) = (Vec::new(), Vec::new());
+            let (mut opened, mut painted, mut answered) = (Vec::new(), Vec::new(), Vec::new());
             for run in 0..=RUNS {
                 s.js(
                     "document.getElementById('reader-close').click();\
@@ -98,7 +106,7 @@ fn main() {
                 let times = wait_for(
                     &s,
                     "const d = document.getElementById('reader-doc').dataset;\
-                     return d.paintedMs ? [Number(d.openedMs), Number(d.paintedMs)] : null;",
+                     return d.paintedMs ? [Number(d.openedMs), Number(d.paintedMs), Number(d.answeredMs)] : null;",
                     "the reader",
                 )
                 .await;
@@ -106,6 +114,7 @@ fn main() {
                 if run > 0 {
                     opened.push(times[0].as_f64().unwrap_or(f64::NAN));
                     painted.push(times[1].as_f64().unwrap_or(f64::NAN));
+                    answered.push(times[2].as_f64().unwrap_or(f64::NAN));
                 }
             }
             s.finish().await;
@@ -118,6 +127,7 @@ fn main() {
             println!("|---|---|---|");
             for (what, samples) in [
                 ("Markdown to sanitised HTML (in process)", render),
+                ("click to the backend's answer (read, render, IPC)", answered),
                 ("click to text in the page", opened),
                 ("click to the next painted frame", painted),
             ] {

@@ -146,7 +146,8 @@ pub enum Command {
     },
     /// Search the library: documents ranked by how well they match, with the matched words
     /// in context. Any text is a query; FTS5 syntax (phrases, `word*`, OR, NEAR) works where it
-    /// parses, and anything else is searched as plain words.
+    /// parses, and anything else is searched as plain words. `tag:NAME` filters by a tag. A
+    /// query matching more than 10,000 documents is ranked among its 10,000 newest matches.
     Search {
         #[arg(required = true, value_name = "QUERY")]
         query: Vec<String>,
