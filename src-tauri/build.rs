@@ -24,6 +24,7 @@ const COMMANDS: &[&str] = &[
     "search_library",
     "library_tags",
     "read_document_of",
+    "read_document_rest",
     "set_document_tags",
     "open_pdf",
     "open_link",

@@ -226,6 +226,7 @@ function renderReading(r) {
   // non-http(s) link can be in it, and the CSP forbids inline scripts besides.
   // Scrolled to the top while empty: setting it after the text forced a layout of all of it.
   reader.body.replaceChildren();
+  reader.body.removeAttribute('aria-busy');
   reader.body.scrollTop = 0;
   reader.body.innerHTML = r.html;
   for (const b of resultButtons()) {
@@ -235,6 +236,8 @@ function renderReading(r) {
 }
 
 function renderTags(tags) {
+  // A removed tag takes its focused button with it: keep the keyboard in the tag editor.
+  const hadFocus = reader.tags.contains(document.activeElement);
   reader.tags.replaceChildren(...tags.map((tag) => {
     const li = el('li', 'tag');
     li.append(el('span', '', tag));
@@ -245,6 +248,7 @@ function renderTags(tags) {
     li.append(remove);
     return li;
   }));
+  if (hadFocus) reader.tagInput.focus();
 }
 
 async function saveTags(tags) {
@@ -289,8 +293,31 @@ async function openReader(id) {
     requestAnimationFrame(() => setTimeout(() => {
       reader.doc.dataset.paintedMs = String(Math.round(performance.now() - started));
     }, 0));
+    appendRest(r).then(() => {
+      if (reading === r) reader.doc.dataset.completeMs = String(Math.round(performance.now() - started));
+    });
   } catch (err) {
     say(String(err), true);
+  }
+}
+
+// A long document comes in pieces: the first is shown at once, and the rest is appended a
+// piece a frame, so the first screen never waits for a layout of the whole text.
+async function appendRest(r) {
+  if (r.more === null || r.more === undefined) return;
+  reader.body.setAttribute('aria-busy', 'true');
+  try {
+    const pieces = await call('read_document_rest', { id: r.job_id, document: r.document, from: r.more });
+    for (const piece of pieces) {
+      await new Promise((resolve) => requestAnimationFrame(resolve));
+      if (reading !== r) return;
+      // Sanitised in Rust, as the first piece is.
+      reader.body.insertAdjacentHTML('beforeend', piece);
+    }
+  } catch (err) {
+    if (reading === r) say(String(err), true);
+  } finally {
+    if (reading === r) reader.body.removeAttribute('aria-busy');
   }
 }
 

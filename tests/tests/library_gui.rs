@@ -339,6 +339,15 @@ fn the_library_finds_reads_and_tags_what_was_fetched() {
             assert!(Instant::now() < deadline, "the removal reaches the file");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        // The removed tag's button is gone; the keyboard stays in the tag editor.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while focused(&s).await != json!("reader-tag-input") {
+            assert!(
+                Instant::now() < deadline,
+                "the focus moves to the new-tag box"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
 
         // Escape closes the reader and gives the focus back to its result.
         press(&s, ESCAPE).await;
@@ -663,6 +672,54 @@ fn a_hostile_document_is_read_as_text_and_nothing_in_it_runs() {
         );
         let title = s.js("return document.title;", vec![]).await;
         assert_eq!(title, "Gleaner");
+        s.finish().await;
+    });
+}
+
+/// A long document is on screen from its first piece, then grows to the whole text: every
+/// section once, in order, and the reader is no longer marked busy.
+#[test]
+fn a_long_document_is_shown_whole_a_piece_at_a_time() {
+    gui(async {
+        let server = FaultServer::start();
+        let s = DesktopSession::launch().await;
+        fetch_all(&s, &server, &["/article?kb=400"]).await;
+        let doc = std::fs::read_to_string(document_of(&s, 1)).expect("the document");
+        let sections: Vec<&str> = doc.lines().filter_map(|l| l.strip_prefix("## ")).collect();
+        assert!(sections.len() > 500, "{} sections", sections.len());
+
+        by_role(&s, "tab", "Library")
+            .await
+            .click()
+            .await
+            .expect("Library tab");
+        wait_results(&s, |r| r.len() == 1, "the article").await;
+        s.client
+            .find(Locator::Css("#results button.result"))
+            .await
+            .expect("the result")
+            .click()
+            .await
+            .expect("open it");
+        s.wait_text("reader-title", |t| t == "A long report", "the reader")
+            .await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let shown = loop {
+            let v = s
+                .js(
+                    "const b = document.getElementById('reader-body');\
+                     if (b.hasAttribute('aria-busy')) return null;\
+                     return Array.from(b.querySelectorAll('h2'), (h) => h.textContent);",
+                    vec![],
+                )
+                .await;
+            if !v.is_null() {
+                break v;
+            }
+            assert!(Instant::now() < deadline, "the whole text to arrive");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!(shown, json!(sections), "every section once, in order");
         s.finish().await;
     });
 }

@@ -2,7 +2,7 @@
 //! document links to. Listed in `build.rs` and granted in `capabilities/default.json` like the
 //! others.
 //!
-//! The reader's HTML is made in Rust ([`render::markdown_to_html`]): the page puts that, and
+//! The reader's HTML is made in Rust ([`render::render_blocks`]): the page puts that, and
 //! nothing else it is sent, into the document as markup.
 
 use std::path::{Path, PathBuf};
@@ -109,8 +109,12 @@ pub struct Reading {
     job_id: i64,
     title: Option<String>,
     url: String,
-    /// The rendered text, sanitised: the one field the page inserts as markup.
+    /// The first piece of the rendered text, sanitised: with `pieces`, the only markup the
+    /// page inserts.
     html: String,
+    /// Where the rest starts (a top-level block), if the text did not fit the first piece:
+    /// [`read_document_rest`] gives it.
+    more: Option<usize>,
     authors: Vec<String>,
     published: Option<String>,
     /// The journal, or the site a page is from.
@@ -127,39 +131,81 @@ pub struct Reading {
     tags: Vec<String>,
 }
 
-/// A job's document, rendered for the reader, with its metadata and tags.
+/// A job's document, rendered for the reader, with its metadata and tags: the text's first
+/// piece only, so a long document is on screen before the rest is rendered.
 #[tauri::command]
 pub async fn read_document_of(id: i64, state: State<'_, DesktopState>) -> Result<Reading, String> {
     let store = state.reader.clone();
     let root = state.library_root.clone();
     off_main(move || {
-        let job = job_or_gone(&*store, id)?;
-        let doc = job
-            .document
-            .clone()
-            .ok_or_else(|| "This job has no saved document yet.".to_string())?;
-        let path = inside_library(&root, Path::new(&doc))?;
-        let size = std::fs::metadata(&path)
-            .map_err(|e| format!("Could not read {}: {e}", path.display()))?
-            .len();
-        if size > READER_MAX_BYTES {
-            return Err(format!(
-                "This document is {} MB, too large to show here. Open the file instead.",
-                size / (1024 * 1024)
-            ));
-        }
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("Could not read {}: {e}", path.display()))?;
+        let (url, doc, path, text) = document_text(&*store, &root, id)?;
         let tags = store
             .job_tags(id)
             .map_err(store_error("Could not read the tags"))?;
-        Ok(reading(id, &job.url, &doc, &path, &text, tags))
+        Ok(reading(id, &url, &doc, &path, &text, tags))
     })
     .await
 }
 
+/// The rest of a document's text from block `from`, in pieces the page appends one a frame.
+/// `document` is the file the first piece came from: if a re-fetch replaced it since, the
+/// reader must open the job again.
+#[tauri::command]
+pub async fn read_document_rest(
+    id: i64,
+    document: String,
+    from: usize,
+    state: State<'_, DesktopState>,
+) -> Result<Vec<String>, String> {
+    let store = state.reader.clone();
+    let root = state.library_root.clone();
+    off_main(move || {
+        let (_, doc, _, text) = document_text(&*store, &root, id)?;
+        if doc != document {
+            return Err("The document was fetched again while it was open: open it again.".into());
+        }
+        Ok(render::render_blocks(body_of(&text), from, render::PIECE_BYTES, usize::MAX).pieces)
+    })
+    .await
+}
+
+/// A job's URL, document name, file and text, within the reader's size limit.
+fn document_text(
+    store: &dyn crate::engine::queue::Queue,
+    root: &Path,
+    id: i64,
+) -> Result<(String, String, PathBuf, String), String> {
+    let job = job_or_gone(store, id)?;
+    let doc = job
+        .document
+        .clone()
+        .ok_or_else(|| "This job has no saved document yet.".to_string())?;
+    let path = inside_library(root, Path::new(&doc))?;
+    let size = std::fs::metadata(&path)
+        .map_err(|e| format!("Could not read {}: {e}", path.display()))?
+        .len();
+    if size > READER_MAX_BYTES {
+        return Err(format!(
+            "This document is {} MB, too large to show here. Open the file instead.",
+            size / (1024 * 1024)
+        ));
+    }
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("Could not read {}: {e}", path.display()))?;
+    Ok((job.url, doc, path, text))
+}
+
+/// A document's Markdown without its front matter (a file without any is all body).
+fn body_of(text: &str) -> &str {
+    match read_document(text) {
+        Some((meta, body)) if !meta.is_empty() => body,
+        _ => text,
+    }
+}
+
 fn reading(id: i64, url: &str, doc: &str, path: &Path, text: &str, tags: Vec<String>) -> Reading {
-    let (meta, body) = read_document(text).unwrap_or_default();
+    let (meta, _) = read_document(text).unwrap_or_default();
+    let first = render::render_blocks(body_of(text), 0, render::FIRST_PIECE_BYTES, 1);
     let field = |key: &str| {
         meta.get(key)
             .and_then(|v| v.as_str())
@@ -180,7 +226,8 @@ fn reading(id: i64, url: &str, doc: &str, path: &Path, text: &str, tags: Vec<Str
         job_id: id,
         title: field("title"),
         url: intake::printable(url).into_owned(),
-        html: render::markdown_to_html(if meta.is_empty() { text } else { body }),
+        html: first.pieces.concat(),
+        more: first.next,
         authors,
         published: field("issued").or_else(|| field("published")),
         container: field("container_title").or_else(|| field("site_name")),

@@ -209,6 +209,7 @@ pub fn build_app<R: Runtime>(
             library::search_library,
             library::library_tags,
             library::read_document_of,
+            library::read_document_rest,
             library::set_document_tags,
             library::open_pdf,
             library::open_link,

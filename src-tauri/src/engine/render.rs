@@ -10,7 +10,7 @@
 //! The window opens an http(s) link in the system browser, never in its own webview.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, TagEnd};
 
@@ -18,17 +18,93 @@ use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, TagEnd};
 /// clash with an element of the window itself.
 const ID_PREFIX: &str = "doc-";
 
-/// Markdown as safe HTML for the reader.
+/// The HTML of the reader's first piece, in bytes before sanitising: about a screenful, so the
+/// first frame is painted without laying out the rest of a long document.
+pub const FIRST_PIECE_BYTES: usize = 16 * 1024;
+/// The HTML of each later piece, which the window appends one a frame.
+pub const PIECE_BYTES: usize = 256 * 1024;
+
+/// Markdown as safe HTML for the reader, in one piece.
 pub fn markdown_to_html(markdown: &str) -> String {
+    render_blocks(markdown, 0, usize::MAX, usize::MAX)
+        .pieces
+        .concat()
+}
+
+/// A document's HTML in pieces cut between top-level blocks, each sanitised on its own.
+#[derive(Debug, Default, PartialEq)]
+pub struct Rendered {
+    pub pieces: Vec<String>,
+    /// The top-level block the next piece starts at, if any is left.
+    pub next: Option<usize>,
+}
+
+/// Renders the top-level blocks from block `from` on, in pieces of at least `piece_bytes` of
+/// HTML (the last may be smaller), and stops after `max_pieces`.
+///
+/// A cut between top-level blocks never splits an element, and the parse is always of the
+/// whole text, so links to references defined anywhere resolve, and footnotes keep the
+/// numbers they have in the whole document.
+pub fn render_blocks(
+    markdown: &str,
+    from: usize,
+    piece_bytes: usize,
+    max_pieces: usize,
+) -> Rendered {
     let mut options = Options::empty();
     options.insert(Options::ENABLE_TABLES);
     options.insert(Options::ENABLE_FOOTNOTES);
     options.insert(Options::ENABLE_STRIKETHROUGH);
     options.insert(Options::ENABLE_TASKLISTS);
-    let events = Guarded::new(Parser::new_ext(markdown, options));
-    let mut html = String::with_capacity(markdown.len() + markdown.len() / 4);
-    pulldown_cmark::html::push_html(&mut html, events);
-    sanitizer().clean(&html).to_string()
+    let mut events = Guarded::new(Parser::new_ext(markdown, options)).peekable();
+    let sanitizer = sanitizer();
+    let mut out = Rendered::default();
+    let mut raw = String::new();
+    let mut block = Vec::new();
+    let mut index = 0;
+    while next_block(&mut events, &mut block) {
+        if index >= from {
+            pulldown_cmark::html::push_html(&mut raw, block.drain(..));
+        }
+        block.clear();
+        index += 1;
+        let end = events.peek().is_none();
+        if raw.len() >= piece_bytes {
+            out.pieces.push(sanitizer.clean(&raw).to_string());
+            raw.clear();
+            if out.pieces.len() >= max_pieces {
+                out.next = (!end).then_some(index);
+                return out;
+            }
+        }
+        if end {
+            break;
+        }
+    }
+    if !raw.is_empty() {
+        out.pieces.push(sanitizer.clean(&raw).to_string());
+    }
+    out
+}
+
+/// Collects one top-level block's events into `block`; false when none was left.
+fn next_block<'a>(
+    events: &mut impl Iterator<Item = Event<'a>>,
+    block: &mut Vec<Event<'a>>,
+) -> bool {
+    let mut depth = 0usize;
+    for event in events.by_ref() {
+        match &event {
+            Event::Start(_) => depth += 1,
+            Event::End(_) => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        block.push(event);
+        if depth == 0 {
+            return true;
+        }
+    }
+    !block.is_empty()
 }
 
 /// The sanitiser: ammonia's defaults (no scripts, styles, event handlers or forms), narrowed
@@ -66,6 +142,9 @@ struct Guarded<'a, I> {
     in_image: usize,
     /// For each open link, whether its start was kept (its end must match).
     links: Vec<bool>,
+    /// Footnote numbers in the order of first mention, as pulldown-cmark's writer gives them;
+    /// kept here because each piece has its own writer.
+    footnotes: HashMap<CowStr<'a>, usize>,
     queued: Option<Event<'a>>,
 }
 
@@ -75,8 +154,17 @@ impl<'a, I: Iterator<Item = Event<'a>>> Guarded<'a, I> {
             inner,
             in_image: 0,
             links: Vec::new(),
+            footnotes: HashMap::new(),
             queued: None,
         }
+    }
+
+    fn footnote(&mut self, name: CowStr<'a>) -> (String, usize) {
+        let mut id = String::new();
+        // Writing to a String cannot fail.
+        let _ = pulldown_cmark_escape::escape_html(&mut id, &name);
+        let next = self.footnotes.len() + 1;
+        (id, *self.footnotes.entry(name).or_insert(next))
     }
 }
 
@@ -136,6 +224,24 @@ impl<'a, I: Iterator<Item = Event<'a>>> Iterator for Guarded<'a, I> {
                         continue;
                     }
                     Event::End(TagEnd::Link)
+                }
+                Event::FootnoteReference(name) if self.in_image == 0 => {
+                    let (id, n) = self.footnote(name);
+                    Event::InlineHtml(CowStr::from(format!(
+                        "<sup class=\"footnote-reference\"><a href=\"#{id}\">{n}</a></sup>"
+                    )))
+                }
+                // A block of its own to the piece cutter, as the footnote's `div` is.
+                Event::Start(Tag::FootnoteDefinition(name)) => {
+                    let (id, n) = self.footnote(name);
+                    self.queued = Some(Event::Html(CowStr::from(format!(
+                        "<div class=\"footnote-definition\" id=\"{id}\"><sup class=\"footnote-definition-label\">{n}</sup>"
+                    ))));
+                    Event::Start(Tag::HtmlBlock)
+                }
+                Event::End(TagEnd::FootnoteDefinition) => {
+                    self.queued = Some(Event::End(TagEnd::HtmlBlock));
+                    Event::Html(CowStr::Borrowed("</div>\n"))
                 }
                 // An image's alt text is its inner text; anything else inside it is dropped.
                 Event::Text(_) | Event::Code(_) if self.in_image > 0 => event,
@@ -265,5 +371,85 @@ mod tests {
         assert!(!html.contains("onmouseover=\""), "{html}");
         assert!(!html.contains("<svg"), "{html}");
         assert!(html.contains("&lt;svg onload=alert(1)&gt;"), "{html}");
+    }
+
+    /// A long document with references, a footnote mentioned early and defined late, a table
+    /// and a list, so a cut can land anywhere.
+    fn long_document() -> String {
+        let mut md = String::from("# A long one\n\nFirst mention.[^late] A [reference][r].\n\n");
+        for i in 0..400 {
+            md.push_str(&format!(
+                "## Part {i}\n\nParagraph {i} with *emphasis* and `code` and [^n{i}] words.\n\n\
+                 - item {i}\n- item {i} again\n\n| a | b |\n|---|---|\n| {i} | x |\n\n[^n{i}]: Note {i}.\n\n"
+            ));
+        }
+        md.push_str("[r]: https://example.org/ref\n\n[^late]: Defined at the end.\n");
+        md
+    }
+
+    #[test]
+    fn the_pieces_make_up_the_whole_and_the_rest_starts_where_the_first_stopped() {
+        let md = long_document();
+        let whole = markdown_to_html(&md);
+        let head = render_blocks(&md, 0, FIRST_PIECE_BYTES, 1);
+        assert_eq!(head.pieces.len(), 1);
+        assert!(
+            head.pieces[0].len() < whole.len() / 4,
+            "the first piece is a small part"
+        );
+        let from = head.next.expect("more to come");
+        let rest = render_blocks(&md, from, PIECE_BYTES, usize::MAX);
+        assert!(rest.pieces.len() > 2, "{} pieces", rest.pieces.len());
+        assert_eq!(rest.next, None);
+        assert_eq!(format!("{}{}", head.pieces[0], rest.pieces.concat()), whole);
+        // A cut falls between top-level blocks: every piece starts with a block's tag.
+        for piece in &rest.pieces {
+            let start = piece.trim_start();
+            assert!(
+                ["<h2", "<p", "<ul", "<table", "<div"]
+                    .iter()
+                    .any(|t| start.starts_with(t)),
+                "{}",
+                &start[..start.len().min(80)]
+            );
+        }
+    }
+
+    #[test]
+    fn footnotes_keep_their_numbers_and_links_their_references_across_pieces() {
+        let md = long_document();
+        let head = render_blocks(&md, 0, FIRST_PIECE_BYTES, 1);
+        assert!(
+            head.pieces[0].contains("href=\"https://example.org/ref\""),
+            "a reference defined at the very end resolves"
+        );
+        assert!(
+            head.pieces[0]
+                .contains("<a href=\"#doc-late\" rel=\"noopener noreferrer nofollow\">1</a>"),
+            "{}",
+            &head.pieces[0][..400]
+        );
+        let rest = render_blocks(&md, head.next.unwrap_or(0), PIECE_BYTES, usize::MAX)
+            .pieces
+            .concat();
+        assert!(
+            rest.contains("<a href=\"#doc-n399\" rel=\"noopener noreferrer nofollow\">401</a>"),
+            "numbers count on from the first piece"
+        );
+        assert!(
+            rest.contains("id=\"doc-late\"><sup class=\"footnote-definition-label\">1</sup>"),
+            "the late definition has the number of its first mention"
+        );
+    }
+
+    #[test]
+    fn a_short_document_is_one_piece_with_nothing_after_it() {
+        let r = render_blocks("Just a line.\n", 0, FIRST_PIECE_BYTES, 1);
+        assert_eq!(r.pieces, vec!["<p>Just a line.</p>\n".to_string()]);
+        assert_eq!(r.next, None);
+        assert_eq!(
+            render_blocks("", 0, FIRST_PIECE_BYTES, 1),
+            Rendered::default()
+        );
     }
 }
