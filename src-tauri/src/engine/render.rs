@@ -398,7 +398,8 @@ mod tests {
             "the first piece is a small part"
         );
         let from = head.next.expect("more to come");
-        let rest = render_blocks(&md, from, PIECE_BYTES, usize::MAX);
+        // Pieces much smaller than the text, so there are several cuts to check.
+        let rest = render_blocks(&md, from, whole.len() / 8, usize::MAX);
         assert!(rest.pieces.len() > 2, "{} pieces", rest.pieces.len());
         assert_eq!(rest.next, None);
         assert_eq!(format!("{}{}", head.pieces[0], rest.pieces.concat()), whole);
