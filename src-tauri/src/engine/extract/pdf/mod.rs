@@ -1,0 +1,387 @@
+//! PDF text through `pdf-extract`: each page's glyphs collected with their positions
+//! ([`glyphs`]), put in reading order, columns included ([`layout`]), running headers and page
+//! numbers dropped ([`running`]), lines joined into paragraphs with headings on their own
+//! ([`paragraphs`]). The Info title, else a title-sized heading, else the first line, is the
+//! title. Panics of the PDF crates are caught and reported as "cannot parse".
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use super::{DocKind, Document, ExtractError, clean, tidy_text};
+
+mod glyphs;
+mod layout;
+mod paragraphs;
+mod running;
+
+pub(super) fn extract_pdf(body: &[u8]) -> Result<Document, ExtractError> {
+    // pdf-extract and lopdf still panic on some malformed files (unwraps on
+    // fonts, arithmetic overflow); one bad PDF must not take the worker down.
+    // This relies on panic = "unwind", the default.
+    catch_unwind(AssertUnwindSafe(|| extract_pdf_inner(body))).unwrap_or_else(|panic| {
+        let detail = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(damaged(&format!("the PDF reader crashed ({detail})")))
+    })
+}
+
+fn damaged(detail: &dyn std::fmt::Display) -> ExtractError {
+    ExtractError::Unparsable(format!("the PDF is damaged or truncated: {detail}"))
+}
+
+fn encrypted() -> ExtractError {
+    ExtractError::Unparsable("the PDF is encrypted".into())
+}
+
+fn extract_pdf_inner(body: &[u8]) -> Result<Document, ExtractError> {
+    use pdf_extract::{Document as Pdf, Error as PdfError};
+
+    let mut pdf = Pdf::load_mem(body).map_err(|e| match e {
+        PdfError::Decryption(_) | PdfError::InvalidPassword => encrypted(),
+        e => damaged(&e),
+    })?;
+    // Owner-password-only PDFs (copy/print restrictions) open in every viewer
+    // with the empty user password, so they count as readable.
+    if pdf.is_encrypted() && pdf.decrypt("").is_err() {
+        return Err(encrypted());
+    }
+
+    let pages = pdf.get_pages();
+    if pages.is_empty() {
+        return Err(damaged(&"no pages could be found"));
+    }
+    // Page by page, so one broken page costs that page rather than the whole
+    // document, and the first page is available for the title fallback.
+    let mut laid_out = Vec::with_capacity(pages.len());
+    let mut first_error = None;
+    for &number in pages.keys() {
+        let mut collector = glyphs::GlyphCollector::default();
+        match pdf_extract::output_doc_page(&pdf, &mut collector, number) {
+            Ok(()) => laid_out.push(layout::lay_out(&collector.page)),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    running::drop_running_lines(&mut laid_out);
+    let composed = paragraphs::compose(&laid_out);
+    let text = tidy_text(&composed.text);
+    if text.is_empty() {
+        return Err(match first_error {
+            Some(e) => damaged(&e),
+            None => ExtractError::Unparsable(
+                "the PDF has no text layer (it may be scanned images)".into(),
+            ),
+        });
+    }
+
+    let first_line = || {
+        laid_out
+            .first()
+            .and_then(|page| page.lines.iter().find_map(|l| clean(&l.text)))
+    };
+    let title = pdf_info_title(&pdf).or_else(|| {
+        composed
+            .title
+            .as_deref()
+            .and_then(clean)
+            .or_else(first_line)
+            .map(|line| line.chars().take(200).collect())
+    });
+    Ok(Document {
+        title,
+        text,
+        ..Document::empty(DocKind::Pdf)
+    })
+}
+
+fn pdf_info_title(pdf: &pdf_extract::Document) -> Option<String> {
+    let info = pdf.trailer.get(b"Info").ok()?;
+    let (_, info) = pdf.dereference(info).ok()?;
+    let title = info.as_dict().ok()?.get(b"Title").ok()?;
+    let (_, title) = pdf.dereference(title).ok()?;
+    let title = pdf_extract::decode_text_string(title).ok()?;
+    clean(&title.replace('\0', ""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `tests/data/pdf/two-column.pdf`, made by pdflatex from `two-column.tex` beside it.
+    const TWO_COLUMN: &[u8] = include_bytes!("../../../../../tests/data/pdf/two-column.pdf");
+    const TWO_COLUMN_TEX: &str = include_str!("../../../../../tests/data/pdf/two-column.tex");
+
+    fn two_column() -> Document {
+        extract_pdf(TWO_COLUMN).expect("the fixture extracts")
+    }
+
+    fn paragraphs(text: &str) -> Vec<&str> {
+        text.split("\n\n").collect()
+    }
+
+    /// The plain prose paragraphs of the LaTeX source (those without markup), as one line each.
+    fn source_paragraphs(tex: &str) -> Vec<String> {
+        let body = tex
+            .split_once("\\begin{document}")
+            .map_or(tex, |(_, body)| body);
+        body.split("\n\n")
+            .map(|chunk| {
+                chunk
+                    .lines()
+                    .filter(|l| !l.trim_start().starts_with("\\section"))
+                    .filter(|l| !l.trim_start().starts_with("\\subsection"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .filter(|p| !p.trim().is_empty() && !p.contains(['\\', '$', '{', '%']))
+            .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect()
+    }
+
+    #[test]
+    fn every_prose_paragraph_of_the_source_is_one_paragraph() {
+        let doc = two_column();
+        let out = paragraphs(&doc.text);
+        let source = source_paragraphs(TWO_COLUMN_TEX);
+        assert!(source.len() >= 15, "{source:#?}");
+        for p in &source {
+            assert!(
+                out.contains(&p.as_str()),
+                "missing paragraph:\n{p}\n\nin:\n{}",
+                doc.text
+            );
+        }
+    }
+
+    #[test]
+    fn running_headers_and_page_numbers_are_gone() {
+        let text = two_column().text;
+        assert!(!text.contains("Gleaner Fixture Journal"), "{text}");
+        assert!(!text.contains("Fieldworker and Quadrat"), "{text}");
+        for p in paragraphs(&text) {
+            assert!(
+                !p.trim().chars().all(|c| c.is_ascii_digit()),
+                "{p:?} in {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn words_hyphenated_at_line_ends_are_whole_again() {
+        let text = two_column().text;
+        // pdftotext shows these broken at a line end in the PDF.
+        for word in [
+            "structures in upland",
+            "Every wall",
+            "fifteen minutes",
+            "Characterisation of the surface",
+            "Interdisciplinary comparisons",
+            "The photosynthetically active",
+            "practical lesson",
+            "the loggers were",
+            "The geographical relationships",
+            "establishment of bryophytes",
+        ] {
+            assert!(text.contains(word), "{word:?} in {text}");
+        }
+        for broken in ["Interdisci-", "struc-", "pho-", "geo-"] {
+            assert!(!text.contains(broken), "{broken:?} in {text}");
+        }
+        // Broken at its own hyphen, and written with it elsewhere: the hyphen stays.
+        assert!(
+            text.contains("stays wet. North-facing faces are colonised"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn columns_are_read_left_then_right_and_across_pages() {
+        let text = two_column().text;
+        let at = |s: &str| {
+            text.find(s)
+                .unwrap_or_else(|| panic!("{s:?} missing in {text}"))
+        };
+        // Page 1: the left column, then the right one; page 2 likewise.
+        assert!(at("Dry stone walls are among") < at("We chose two hundred walls"));
+        assert!(at("north-facing faces behave") < at("We chose two hundred walls"));
+        assert!(at("Colonisation was unmistakably faster") < at("Our results support the view"));
+        assert!(at("the larger feather mosses") < at("Our results support the view"));
+        // A sentence that runs from the foot of page 1's right column to the top of page 2.
+        assert!(
+            text.contains(
+                "which we call the wetness duration, and the daily range of surface temperature."
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn title_headings_abstract_equation_and_references() {
+        let doc = two_column();
+        let title = "Moss on Old Stone Walls: Colonisation Rates and Microclimate";
+        assert_eq!(doc.title.as_deref(), Some(title));
+        let out = paragraphs(&doc.text);
+        assert_eq!(out[0], format!("# {title}"));
+        // The two authors side by side, each read with their place, before the centred heading.
+        assert_eq!(
+            out[1..4],
+            [
+                "Ada Fieldworker Northern Field Station",
+                "Ben Quadrat Coastal Herbarium",
+                "Abstract"
+            ]
+        );
+        for heading in [
+            "## 1 Introduction",
+            "## 2 Study Sites and Methods",
+            "## 2.1 The walls",
+            "## 2.3 Growth model",
+            "## 6 Conclusion",
+            "## References",
+        ] {
+            assert!(out.contains(&heading), "{heading:?} in {out:#?}");
+        }
+        assert!(
+            out.iter()
+                .any(|p| p.starts_with("We surveyed two hundred dry stone walls")
+                    && p.ends_with("the number of hours the surface stayed wet after rain.")),
+            "{out:#?}"
+        );
+        let equation = out
+            .iter()
+            .find(|p| p.starts_with("C(t) = C"))
+            .unwrap_or_else(|| panic!("no equation in {out:#?}"));
+        for symbol in ["=", "max", "1 −", "λt", "(1)"] {
+            assert!(equation.contains(symbol), "{symbol:?} in {equation:?}");
+        }
+        for entry in [
+            "[1] M. O. Hill and C. D. Preston. The geographical relationships of British and \
+             Irish bryophytes. Journal of Bryology, 20:127–226, 1998.",
+            "[2] M. C. F. Proctor. Physiological ecology of mosses growing on rock surfaces. \
+             Annals of Botany, 46:91–103, 1980.",
+            "[3] F. Rose and P. W. James. Lichens and mosses of walls and buildings in the \
+             northern uplands. Field Studies, 4:33–58, 1974.",
+            "[4] A. Stone. Wetness duration and the establishment of bryophytes on stone. \
+             Journal of Applied Ecology, 12:401–415, 2003.",
+        ] {
+            assert!(out.contains(&entry), "{entry:?} in {out:#?}");
+        }
+    }
+
+    /// A one-page PDF in Helvetica 10 pt, each `(x, y, text)` drawn in the order given.
+    fn pdf_drawing(lines: &[(f64, f64, &str)]) -> Vec<u8> {
+        use pdf_extract::content::{Content, Operation};
+        use pdf_extract::{Dictionary, Object, Stream};
+
+        let dict = |entries: Vec<(&str, Object)>| {
+            let mut d = Dictionary::new();
+            for (k, v) in entries {
+                d.set(k, v);
+            }
+            d
+        };
+        let mut doc = pdf_extract::Document::with_version("1.5");
+        let pages_id = doc.new_object_id();
+        let font_id = doc.add_object(dict(vec![
+            ("Type", "Font".into()),
+            ("Subtype", "Type1".into()),
+            ("BaseFont", "Helvetica".into()),
+        ]));
+        let resources_id = doc.add_object(dict(vec![(
+            "Font",
+            dict(vec![("F1", font_id.into())]).into(),
+        )]));
+        let mut operations = Vec::new();
+        for &(x, y, text) in lines {
+            operations.extend([
+                Operation::new("BT", vec![]),
+                Operation::new("Tf", vec!["F1".into(), 10.into()]),
+                Operation::new("Td", vec![x.into(), y.into()]),
+                Operation::new("Tj", vec![Object::string_literal(text)]),
+                Operation::new("ET", vec![]),
+            ]);
+        }
+        let content = Content { operations }.encode().expect("content encodes");
+        let content_id = doc.add_object(Stream::new(Dictionary::new(), content));
+        let page_id = doc.add_object(dict(vec![
+            ("Type", "Page".into()),
+            ("Parent", pages_id.into()),
+            ("Contents", content_id.into()),
+            ("Resources", resources_id.into()),
+            (
+                "MediaBox",
+                vec![0.into(), 0.into(), 612.into(), 792.into()].into(),
+            ),
+        ]));
+        doc.objects.insert(
+            pages_id,
+            dict(vec![
+                ("Type", "Pages".into()),
+                ("Kids", vec![page_id.into()].into()),
+                ("Count", 1.into()),
+            ])
+            .into(),
+        );
+        let catalog_id = doc.add_object(dict(vec![
+            ("Type", "Catalog".into()),
+            ("Pages", pages_id.into()),
+        ]));
+        doc.trailer.set("Root", catalog_id);
+        let mut out = Vec::new();
+        doc.save_to(&mut out).expect("the PDF is written");
+        out
+    }
+
+    const LEFT: [&str; 4] = [
+        "The left column opens this short",
+        "story, and its sentences should be",
+        "read in order from the top of the",
+        "column down to its very last line.",
+    ];
+    const RIGHT: [&str; 4] = [
+        "The right column carries the story",
+        "on once the left column has ended,",
+        "and a reader who meets it second",
+        "finds the whole of it in one piece.",
+    ];
+
+    fn check_column_order(drawn: &[(f64, f64, &str)]) {
+        let doc = extract_pdf(&pdf_drawing(drawn)).expect("extracts");
+        let (left, right) = (LEFT.join(" "), RIGHT.join(" "));
+        let l = doc.text.find(&left);
+        let r = doc.text.find(&right);
+        assert!(
+            l.zip(r).is_some_and(|(l, r)| l < r),
+            "left then right expected in:\n{}",
+            doc.text
+        );
+    }
+
+    #[test]
+    fn a_stream_drawn_across_both_columns_line_by_line_is_read_column_by_column() {
+        let mut drawn = Vec::new();
+        for row in 0..4 {
+            let y = 700.0 - 12.0 * row as f64;
+            drawn.push((72.0, y, LEFT[row]));
+            drawn.push((320.0, y, RIGHT[row]));
+        }
+        check_column_order(&drawn);
+    }
+
+    #[test]
+    fn a_stream_that_draws_the_right_column_first_is_read_left_first() {
+        let mut drawn: Vec<_> = (0..4)
+            .map(|row| (320.0, 700.0 - 12.0 * row as f64, RIGHT[row]))
+            .collect();
+        // And the left column from the bottom up.
+        drawn.extend(
+            (0..4)
+                .rev()
+                .map(|row| (72.0, 700.0 - 12.0 * row as f64, LEFT[row])),
+        );
+        check_column_order(&drawn);
+    }
+}
