@@ -204,8 +204,9 @@ fn body_of(text: &str) -> &str {
 }
 
 fn reading(id: i64, url: &str, doc: &str, path: &Path, text: &str, tags: Vec<String>) -> Reading {
-    let (meta, _) = read_document(text).unwrap_or_default();
-    let first = render::render_blocks(body_of(text), 0, render::FIRST_PIECE_BYTES, 1);
+    let (meta, body) = read_document(text).unwrap_or_default();
+    let body = if meta.is_empty() { text } else { body };
+    let first = render::render_blocks(body, 0, render::FIRST_PIECE_BYTES, 1);
     let field = |key: &str| {
         meta.get(key)
             .and_then(|v| v.as_str())
