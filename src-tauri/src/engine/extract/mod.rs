@@ -9,12 +9,14 @@
 //! tested with fixtures alone.
 
 use chardetng::{EncodingDetector, Iso2022JpDetection, Utf8Detection};
-use dom_smoothie::{Config, Readability, ReadabilityError, TextMode};
+use dom_smoothie::ReadabilityError;
 use encoding_rs::{Encoding, UTF_8, UTF_16BE, UTF_16LE, WINDOWS_1252};
 
 use super::intake::is_bidi_control;
 
+mod article;
 mod pdf;
+use article::Attempts;
 use pdf::extract_pdf;
 
 /// What was extracted from one response body.
@@ -336,30 +338,36 @@ fn extract_html(
     }
     // Collected before Readability runs, because it rewrites the tree.
     let meta = PageMeta::collect(&dom, url);
+    let attempts = if html.len() > BIG_PAGE {
+        Attempts::Strictest
+    } else {
+        Attempts::All
+    };
+    // The tree holds its own copy of the text; the page's string is not needed any more.
+    drop(html);
 
     // dom_smoothie fails the whole parse on a URL it can't use as a base;
     // without a base it just leaves relative links alone, the better failure.
     let base = url::Url::parse(url)
         .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host())
         .then_some(url);
-    let cfg = Config {
-        text_mode: TextMode::Markdown,
-        ..Config::default()
+    let read = |dom, attempts| {
+        article::read(dom, base, attempts).map_err(|e| match e {
+            ReadabilityError::GrabFailed => ExtractError::Unparsable(NO_READABLE_TEXT.into()),
+            e => ExtractError::Unparsable(format!("the page could not be read: {e}")),
+        })
     };
-    let mut readability = Readability::with_document(dom, base, Some(cfg))
-        .map_err(|e| ExtractError::Unparsable(format!("the page could not be read: {e}")))?;
-    let article = match readability.parse() {
-        Ok(article) => article,
-        Err(ReadabilityError::GrabFailed) => {
-            return Err(ExtractError::Unparsable(NO_READABLE_TEXT.into()));
-        }
-        Err(e) => {
-            return Err(ExtractError::Unparsable(format!(
-                "the page could not be read: {e}"
-            )));
+    let article = match read(dom, attempts)? {
+        Some(article) => article,
+        None => {
+            let html = decode_html(body, content_type);
+            let dom = dom_query::Document::from(html.as_str());
+            drop(html);
+            read(dom, Attempts::All)?
+                .ok_or_else(|| ExtractError::Unparsable(NO_READABLE_TEXT.into()))?
         }
     };
-    let text = tidy_text(&article.text_content);
+    let text = tidy_text(&article.markdown);
     if text.is_empty() {
         return Err(ExtractError::Unparsable(NO_READABLE_TEXT.into()));
     }
@@ -403,6 +411,10 @@ fn extract_html(
         kind: DocKind::Html,
     })
 }
+
+/// Above this much HTML, Readability first tries its strictest attempt alone, on the page's
+/// one tree: each of its attempts otherwise works on a copy (BENCHMARKS.md §2, peak memory).
+const BIG_PAGE: usize = 1 << 20;
 
 /// No page a person reads nests deeper than this; Blink's HTML parser caps its tree at 512 too.
 /// dom_smoothie walks the tree recursively, and in time that grows with the square of the

@@ -1,0 +1,72 @@
+//! Counts of text and links for the elements of an article, taken in one walk that hands each
+//! element's counts to a judge, so that no rule walks a subtree twice (a 20 MB page has deep
+//! ones) and nothing is kept per element.
+
+use dom_query::NodeRef;
+
+/// The text inside one element, and the part of it inside links.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Counts {
+    /// Characters that are not white space.
+    pub chars: usize,
+    pub words: usize,
+    /// Characters and words inside `<a>` elements.
+    pub link_chars: usize,
+    pub link_words: usize,
+    pub links: usize,
+}
+
+impl Counts {
+    /// At least `tenths`/10 of the text is link text.
+    pub fn link_dense(&self, tenths: usize) -> bool {
+        self.chars > 0 && self.link_chars * 10 >= self.chars * tenths
+    }
+
+    fn add(&mut self, other: &Counts) {
+        self.chars += other.chars;
+        self.words += other.words;
+        self.link_chars += other.link_chars;
+        self.link_words += other.link_words;
+        self.links += other.links;
+    }
+}
+
+/// The counts of `node`'s subtree; `judge` sees every element below `node` with its counts
+/// and the words before it in the article, children before their parent. (The tree is at
+/// most 512 deep: `MAX_DEPTH` in extract.)
+pub(super) fn count<'a>(
+    node: &NodeRef<'a>,
+    judge: &mut impl FnMut(&NodeRef<'a>, &Counts, usize),
+) -> Counts {
+    let mut seen = 0;
+    count_from(node, &mut seen, judge)
+}
+
+fn count_from<'a>(
+    node: &NodeRef<'a>,
+    seen: &mut usize,
+    judge: &mut impl FnMut(&NodeRef<'a>, &Counts, usize),
+) -> Counts {
+    let mut c = Counts::default();
+    let mut child = node.first_child();
+    while let Some(n) = child {
+        if n.is_text() {
+            let text = n.text();
+            c.chars += text.chars().filter(|ch| !ch.is_whitespace()).count();
+            let words = text.split_whitespace().count();
+            c.words += words;
+            *seen += words;
+        } else if n.is_element() {
+            let mut inner = count_from(&n, seen, judge);
+            if n.node_name().as_deref() == Some("a") {
+                inner.link_chars = inner.chars;
+                inner.link_words = inner.words;
+                inner.links += 1;
+            }
+            judge(&n, &inner, *seen - inner.words);
+            c.add(&inner);
+        }
+        child = n.next_sibling();
+    }
+    c
+}

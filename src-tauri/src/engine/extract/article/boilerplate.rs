@@ -1,0 +1,234 @@
+//! Boilerplate inside an article's container that Readability keeps: lists of other
+//! articles' headlines, and the lines of a site's chrome (tags, sharing, copyright).
+
+use dom_query::NodeRef;
+
+use super::blocks::count;
+use super::text::squeeze;
+
+/// A list of at least this many links whose words are mostly link words, at least this many
+/// a link, is other articles' headlines ("Most popular", "Related stories").
+const HEADLINE_LINKS: usize = 3;
+const HEADLINE_WORDS: usize = 4;
+
+/// A line of at least this many short links (this many words a link at most), with a few
+/// words beside them, after the article has begun, is its tags or categories ("in [Crafts],
+/// [Fall], [Paper]"). A breadcrumb at the top is not judged: Readability keeps it, and so
+/// do pages that are read for it.
+const TAG_LINKS: usize = 3;
+const TAG_WORDS: usize = 3;
+const TAG_OTHER_WORDS: usize = 8;
+const TAG_AFTER_WORDS: usize = 15;
+
+fn is_block(node: &NodeRef) -> bool {
+    matches!(
+        node.node_name().as_deref(),
+        Some("ul" | "ol" | "dl" | "table" | "div" | "section" | "aside" | "nav" | "p" | "footer")
+    )
+}
+
+fn is_line(node: &NodeRef) -> bool {
+    matches!(
+        node.node_name().as_deref(),
+        Some(
+            "p" | "div"
+                | "li"
+                | "h1"
+                | "h2"
+                | "h3"
+                | "h4"
+                | "h5"
+                | "h6"
+                | "span"
+                | "dd"
+                | "dt"
+                | "td"
+        )
+    )
+}
+
+/// Removes blocks of headlines that link elsewhere and lines of tags (unless one holds half
+/// the article), and the lines of a site's chrome.
+pub(super) fn remove(root: &NodeRef) {
+    let mut links = Vec::new();
+    let mut chrome = Vec::new();
+    let total = count(root, &mut |node, c, before| {
+        let headlines = is_block(node)
+            && c.links >= HEADLINE_LINKS
+            && c.link_dense(6)
+            && c.link_words >= HEADLINE_WORDS * c.links;
+        let tags = matches!(node.node_name().as_deref(), Some("p" | "div"))
+            && c.links >= TAG_LINKS
+            && c.link_dense(6)
+            && c.link_words <= TAG_WORDS * c.links
+            && c.words - c.link_words <= TAG_OTHER_WORDS
+            && before >= TAG_AFTER_WORDS;
+        if headlines || tags {
+            links.push((*node, c.chars));
+        } else if is_line(node)
+            && c.words > 0
+            && c.words <= SENTENCE_WORDS
+            && is_chrome_line(&node.text())
+        {
+            chrome.push(*node);
+        }
+    });
+    for (node, chars) in links {
+        if chars * 2 < total.chars {
+            node.remove_from_parent();
+        }
+    }
+    for node in chrome {
+        node.remove_from_parent();
+    }
+}
+
+/// How a line of a site's chrome starts, once lower-cased.
+const CHROME_STARTS: &[&str] = &[
+    "tags:",
+    "tags ",
+    "tagged:",
+    "tagged with",
+    "tagged as",
+    "tagged //",
+    "labels:",
+    "filed under",
+    "filed in",
+    "categories:",
+    "category:",
+    "posted in ",
+    "posted at ",
+    "share this",
+    "share:",
+    "share on",
+    "share with",
+    "email this",
+    "print this",
+    "bookmark this",
+    "bookmark the permalink",
+    "permalink",
+    "trackback url",
+    "related posts",
+    "related articles",
+    "related stories",
+    "related links",
+    "related content",
+    "you may also like",
+    "you might also like",
+    "recommended for you",
+    "more from",
+    "more stories",
+    "most popular",
+    "most read",
+    "most viewed",
+    "most shared",
+    "read more",
+    "sign up for",
+    "subscribe to",
+    "newsletter",
+    "follow us",
+    "advertisement",
+    "copyright",
+    "©",
+    "all rights reserved",
+    "comments powered by",
+    "your email address will not be published",
+    "required fields are marked",
+    "you may use these html tags",
+];
+
+/// How the sentences of a blog's or a site's chrome start: a post's filing and feeds, a
+/// disclaimer. They run longer than a label.
+const CHROME_SENTENCES: &[&str] = &[
+    "this entry was posted",
+    "this was written by",
+    "you can follow any responses",
+    "by providing information",
+];
+
+/// The most words a line of chrome has; "all rights reserved" may close a longer one, and a
+/// chrome sentence may be longer still.
+const CHROME_WORDS: usize = 15;
+const COPYRIGHT_WORDS: usize = 25;
+const SENTENCE_WORDS: usize = 60;
+
+fn is_chrome_line(text: &str) -> bool {
+    let t = squeeze(text);
+    let t = t.trim_start_matches(|c: char| !c.is_alphanumeric() && c != '©');
+    let n = t.split_whitespace().count();
+    (n <= CHROME_WORDS && CHROME_STARTS.iter().any(|s| t.starts_with(s)))
+        || (n <= COPYRIGHT_WORDS && t.contains("all rights reserved"))
+        || (n <= SENTENCE_WORDS && CHROME_SENTENCES.iter().any(|s| t.starts_with(s)))
+}
+
+fn is_heading(node: &NodeRef) -> bool {
+    matches!(
+        node.node_name().as_deref(),
+        Some("h2" | "h3" | "h4" | "h5" | "h6")
+    )
+}
+
+/// The most words a teaser has beside its heading.
+const TEASER_WORDS: usize = 50;
+
+/// Words under `node`, counted up to just past `limit`.
+fn words_up_to(node: &NodeRef, limit: usize) -> usize {
+    let mut n = 0;
+    for text in node.descendants_it().filter(|d| d.is_text()) {
+        n += text.text().split_whitespace().count();
+        if n > limit {
+            break;
+        }
+    }
+    n
+}
+
+/// A teaser of another article: it opens with a heading that is a link (or it ends in a
+/// "Read more" link), and has a few lines under it.
+fn is_teaser(item: &NodeRef) -> bool {
+    let mut heading = *item;
+    while !is_heading(&heading) {
+        match heading.first_element_child() {
+            Some(child) => heading = child,
+            None => return false,
+        }
+    }
+    let heading_words = words_up_to(&heading, TEASER_WORDS);
+    if heading_words == 0
+        || words_up_to(item, heading_words + TEASER_WORDS) > heading_words + TEASER_WORDS
+    {
+        return false;
+    }
+    let links = |node: &NodeRef| -> Vec<String> {
+        node.descendants_it()
+            .filter(|a| a.node_name().as_deref() == Some("a"))
+            .map(|a| a.text().to_string())
+            .collect()
+    };
+    let linked: usize = links(&heading)
+        .iter()
+        .map(|t| t.split_whitespace().count())
+        .sum();
+    linked == heading_words
+        || links(item)
+            .iter()
+            .any(|t| squeeze(t).starts_with("read more"))
+}
+
+/// Removes runs of teasers: at least two, and most of their parent's children.
+pub(super) fn remove_teasers(root: &NodeRef) {
+    let mut doomed = Vec::new();
+    for parent in std::iter::once(*root).chain(root.descendants_it()) {
+        let children = parent.element_children();
+        if children.len() < 2 {
+            continue;
+        }
+        let teasers: Vec<NodeRef> = children.iter().filter(|c| is_teaser(c)).copied().collect();
+        if teasers.len() >= 2 && teasers.len() * 2 >= children.len() {
+            doomed.extend(teasers);
+        }
+    }
+    for node in doomed {
+        node.remove_from_parent();
+    }
+}

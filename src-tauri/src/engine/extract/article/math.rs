@@ -1,0 +1,108 @@
+//! Math keeps its TeX. MathML carries it in an `annotation` (or `alttext`), MathJax in a
+//! `<script type="math/tex">`; the Markdown gets `$…$`, or `$$…$$` for display math, instead
+//! of the symbols' text run together.
+
+use dom_query::{Document, NodeRef};
+
+/// Before Readability, which drops every script: MathJax's TeX scripts become `<math>`
+/// elements holding their TeX.
+pub(super) fn keep_mathjax(dom: &Document) {
+    for script in dom.select(r#"script[type^="math/tex"]"#).nodes() {
+        let display = script
+            .attr("type")
+            .is_some_and(|t| t.contains("mode=display"));
+        let tex = script.text().trim().to_string();
+        script.rename("math");
+        script.remove_all_attrs();
+        script.set_attr("alttext", &tex);
+        if display {
+            script.set_attr("display", "block");
+        }
+    }
+}
+
+/// The formulas taken out of an article, each behind a placeholder word in its text.
+pub(super) struct Formulas {
+    /// (placeholder, Markdown)
+    taken: Vec<(String, String)>,
+}
+
+fn tex_of(math: &NodeRef) -> Option<String> {
+    let annotated = math
+        .descendants_it()
+        .find(|n| {
+            n.node_name().as_deref() == Some("annotation")
+                && n.attr("encoding")
+                    .is_some_and(|e| e.eq_ignore_ascii_case("application/x-tex"))
+        })
+        .map(|n| n.text().to_string());
+    let tex = annotated.or_else(|| math.attr("alttext").map(|a| a.to_string()))?;
+    let tex = tex.split_whitespace().collect::<Vec<_>>().join(" ");
+    (!tex.is_empty()).then_some(tex)
+}
+
+fn same_tex(a: &str, b: &str) -> bool {
+    a.split_whitespace().eq(b.split_whitespace()) || squeeze(a) == squeeze(b)
+}
+
+fn squeeze(s: &str) -> String {
+    s.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// Replaces each formula with TeX by a placeholder word (Markdown escaping leaves letters and
+/// digits alone), and drops the picture of it that some sites put beside it.
+pub(super) fn take_formulas(root: &NodeRef) -> Formulas {
+    let maths: Vec<NodeRef> = root
+        .descendants_it()
+        .filter(|n| n.node_name().as_deref() == Some("math"))
+        .collect();
+    if maths.is_empty() {
+        return Formulas { taken: Vec::new() };
+    }
+    let text = root.text();
+    let mut prefix = String::from("gleanermath");
+    while text.contains(prefix.as_str()) {
+        prefix.push('x');
+    }
+    let mut taken = Vec::new();
+    for math in maths {
+        if math.parent().is_none() {
+            continue; // inside a formula already taken
+        }
+        let Some(tex) = tex_of(&math) else {
+            continue;
+        };
+        let display = math.attr("display").is_some_and(|d| &*d == "block");
+        if let Some(parent) = math.parent() {
+            for img in parent.element_children() {
+                if img.node_name().as_deref() == Some("img")
+                    && img.attr("alt").is_some_and(|alt| same_tex(&alt, &tex))
+                {
+                    img.remove_from_parent();
+                }
+            }
+        }
+        let placeholder = format!("{prefix}{}q", taken.len());
+        math.remove_children();
+        math.rename("span");
+        math.remove_all_attrs();
+        math.set_text(placeholder.as_str());
+        let markdown = if display {
+            format!("$${tex}$$")
+        } else {
+            format!("${tex}$")
+        };
+        taken.push((placeholder, markdown));
+    }
+    Formulas { taken }
+}
+
+impl Formulas {
+    /// The Markdown with each placeholder replaced by its formula.
+    pub fn put_back(&self, mut markdown: String) -> String {
+        for (placeholder, formula) in &self.taken {
+            markdown = markdown.replace(placeholder.as_str(), formula);
+        }
+        markdown
+    }
+}

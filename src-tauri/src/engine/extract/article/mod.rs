@@ -1,0 +1,160 @@
+//! The article of an HTML page. Readability (dom_smoothie) chooses the container; then the
+//! comments at its end, lists of other articles' headlines and the site's chrome lines come
+//! out, and the rest becomes Markdown. A short post whose comments Readability took for the
+//! article is read from the heading that repeats the page's title (BENCHMARKS.md §12).
+
+use dom_query::{Document, NodeRef};
+use dom_smoothie::{Config, ParsePolicy, Readability, ReadabilityError, TextMode};
+
+mod blocks;
+mod boilerplate;
+mod comments;
+mod math;
+mod short_post;
+mod text;
+
+/// When at least this share of Readability's text is the page's comments, it missed the
+/// article.
+const COMMENTS_SHARE: f64 = 0.5;
+
+/// What Readability found, with the article's text as Markdown.
+pub(crate) struct Article {
+    pub title: String,
+    pub byline: Option<String>,
+    pub published_time: Option<String>,
+    pub lang: Option<String>,
+    pub site_name: Option<String>,
+    pub markdown: String,
+}
+
+/// How Readability may look for the article.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Attempts {
+    /// Its strictest attempt, then looser ones until one finds enough text; each attempt
+    /// works on a copy of the whole tree.
+    All,
+    /// The strictest attempt only, on the tree itself: a big page's way to hold one tree, not
+    /// two. If it finds too little, the caller reads the page again with `All`, which then
+    /// gives what it would have given at once.
+    Strictest,
+}
+
+/// Reads the article of `dom`; relative links resolve against `base`. `None` when a
+/// [`Attempts::Strictest`] read found too little.
+pub(crate) fn read(
+    dom: Document,
+    base: Option<&str>,
+    attempts: Attempts,
+) -> Result<Option<Article>, ReadabilityError> {
+    math::keep_mathjax(&dom);
+    // Found before Readability runs, because it rewrites the tree.
+    let short = short_post::find(&dom, base).map(|post| (post, comments::comment_shingles(&dom)));
+    let cfg = Config {
+        // The Markdown is made here, after the clean-up; Readability's own text is not used.
+        text_mode: TextMode::Raw,
+        ..Config::default()
+    };
+    let threshold = cfg.char_threshold;
+    let mut readability = Readability::with_document(dom, base, Some(cfg))?;
+    let article = match attempts {
+        Attempts::All => readability.parse()?,
+        Attempts::Strictest => match readability.parse_with_policy(ParsePolicy::Strict) {
+            Ok(article) => article,
+            Err(ReadabilityError::GrabFailed) => return Ok(None),
+            Err(e) => return Err(e),
+        },
+    };
+    // Only the metadata is kept: the serialised article and its text are as big as the page.
+    let dom_smoothie::Article {
+        title,
+        byline,
+        published_time,
+        lang,
+        site_name,
+        ..
+    } = article;
+    let container = readability.doc.select_single("#readability-page-1");
+    if attempts == Attempts::Strictest
+        && container
+            .nodes()
+            .first()
+            .is_none_or(|root| root.normalized_char_count() < threshold)
+    {
+        return Ok(None);
+    }
+    let markdown = match (container.nodes().first(), short) {
+        (Some(root), Some((post, comments))) if missed(root, &post, &comments, threshold) => {
+            read_short_post(&post, base)
+        }
+        (Some(root), _) => clean_markdown(root),
+        (None, _) => String::new(),
+    };
+    Ok(Some(Article {
+        title,
+        byline,
+        published_time,
+        lang,
+        site_name,
+        markdown,
+    }))
+}
+
+/// Whether Readability's container missed the short post: it holds the page's comments, or
+/// it is a weak choice elsewhere.
+fn missed(
+    root: &NodeRef,
+    post: &short_post::ShortPost,
+    comments: &text::Shingles,
+    threshold: usize,
+) -> bool {
+    let found = root.text();
+    text::share_in(&found, comments) >= COMMENTS_SHARE || post.missed_by(&found, threshold)
+}
+
+fn clean_markdown(root: &NodeRef) -> String {
+    comments::cut_comments(root);
+    boilerplate::remove(root);
+    boilerplate::remove_teasers(root);
+    captions_before_tables(root);
+    let formulas = math::take_formulas(root);
+    formulas.put_back(root.md(None).to_string())
+}
+
+/// A table's caption becomes the paragraph before it: Markdown tables have no caption.
+fn captions_before_tables(root: &NodeRef) {
+    let captions: Vec<NodeRef> = root
+        .descendants_it()
+        .filter(|n| n.node_name().as_deref() == Some("caption"))
+        .collect();
+    for caption in captions {
+        if let Some(table) = caption.parent() {
+            table.insert_before(&caption);
+            caption.rename("p");
+        }
+    }
+}
+
+/// A short post's container, read on its own: what cannot be text goes, links are made
+/// absolute as Readability makes them, then the clean-up.
+fn read_short_post(post: &short_post::ShortPost, base: Option<&str>) -> String {
+    let fragment = Document::fragment(post.html.as_str());
+    fragment
+        .select(
+            "script, style, noscript, template, form, iframe, button, input, select, textarea, \
+             svg, object, embed",
+        )
+        .remove();
+    if let Some(base) = base.and_then(|b| url::Url::parse(b).ok()) {
+        for (selector, attr) in [("a[href]", "href"), ("img[src]", "src")] {
+            for node in fragment.select(selector).nodes() {
+                if let Some(absolute) = node.attr(attr).and_then(|v| base.join(v.trim()).ok()) {
+                    node.set_attr(attr, absolute.as_str());
+                }
+            }
+        }
+    }
+    clean_markdown(&fragment.root())
+}
+
+#[cfg(test)]
+mod tests;

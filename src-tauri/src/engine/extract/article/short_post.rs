@@ -1,0 +1,156 @@
+//! A short post: a page whose article is a title, a line and a picture. Readability scores
+//! paragraphs, finds none there, and takes the comments instead; the post is found from the
+//! heading that repeats the page's title.
+
+use dom_query::{Document, NodeRef};
+
+use super::text::{share_in, shingles, squash, words};
+
+/// The most words a short post has; a longer one has paragraphs Readability finds.
+const MOST_WORDS: usize = 200;
+
+/// The post's container, as HTML, to be read on its own if Readability's choice is wrong.
+pub(super) struct ShortPost {
+    pub html: String,
+}
+
+/// The page's title, cut into the parts a site joins with its name ("Post | Site").
+fn title_parts(dom: &Document) -> Vec<String> {
+    let mut titles = Vec::new();
+    for sel in [
+        r#"meta[property="og:title"]"#,
+        r#"meta[name="twitter:title"]"#,
+    ] {
+        if let Some(content) = dom
+            .select(sel)
+            .nodes()
+            .first()
+            .and_then(|n| n.attr("content"))
+        {
+            titles.push(content.to_string());
+        }
+    }
+    if let Some(t) = dom.select("head title").nodes().first() {
+        titles.push(t.text().to_string());
+    }
+    let mut parts = Vec::new();
+    for title in titles {
+        let whole = std::iter::once(title.as_str());
+        let cut = title.split(['|', '-', '–', '—', '»', ':', '/', '·', '•']);
+        for part in whole.chain(cut) {
+            if words(part).len() >= 2 {
+                parts.push(squash(part));
+            }
+        }
+    }
+    parts
+}
+
+/// Whether a heading links to a site's front page (`/`, or a folder above the page's own
+/// address): the site's name, not an article's.
+fn links_home(heading: &NodeRef, page: Option<&url::Url>) -> bool {
+    heading
+        .descendants_it()
+        .filter(|a| a.node_name().as_deref() == Some("a"))
+        .filter_map(|a| a.attr("href"))
+        .any(|href| {
+            let href = href.trim();
+            let target = match page {
+                Some(page) => page.join(href).ok(),
+                None => url::Url::parse(href).ok(),
+            };
+            match target {
+                Some(u) => {
+                    u.query().is_none()
+                        && (matches!(u.path(), "/" | "")
+                            || page.is_some_and(|p| {
+                                u.path().ends_with('/')
+                                    && p.path().starts_with(u.path())
+                                    && p.path() != u.path()
+                            }))
+                }
+                None => matches!(href, "/" | "./" | "index.html" | "index.htm"),
+            }
+        })
+}
+
+/// The heading that names the article: its text is one of the title's parts. The site's
+/// name is a part too, but its heading links home; of the rest, the longest wins, then the
+/// highest rank. Headings in lists are other articles'.
+fn title_heading<'a>(dom: &'a Document, page: Option<&url::Url>) -> Option<NodeRef<'a>> {
+    let parts = title_parts(dom);
+    if parts.is_empty() {
+        return None;
+    }
+    let mut best: Option<(usize, NodeRef<'a>)> = None;
+    for sel in ["body h1", "body h2", "body h3"] {
+        for h in dom.select(sel).nodes() {
+            let text = squash(&h.text());
+            if text.len() >= 6
+                && best.as_ref().is_none_or(|(len, _)| text.len() > *len)
+                && parts.contains(&text)
+                && !links_home(h, page)
+                && !h
+                    .ancestors_it(None)
+                    .any(|a| a.node_name().as_deref() == Some("li"))
+            {
+                best = Some((text.len(), *h));
+            }
+        }
+    }
+    best.map(|(_, h)| h)
+}
+
+/// The words under `node`, counted up to just past `limit` (a page's body may be megabytes).
+fn words_up_to(node: &NodeRef, limit: usize) -> usize {
+    let mut n = 0;
+    for text in node.descendants_it().filter(|d| d.is_text()) {
+        n += text.text().split_whitespace().count();
+        if n > limit {
+            break;
+        }
+    }
+    n
+}
+
+/// The short post around the title's heading: its nearest container with more than the
+/// heading in it, if that holds at most [`MOST_WORDS`].
+pub(super) fn find(dom: &Document, page: Option<&str>) -> Option<ShortPost> {
+    let page = page.and_then(|p| url::Url::parse(p).ok());
+    let heading = title_heading(dom, page.as_ref())?;
+    let heading_words = words_up_to(&heading, MOST_WORDS);
+    let mut post = heading;
+    loop {
+        post = post.parent()?;
+        if !post.is_element() || post.node_name().as_deref() == Some("body") {
+            return None;
+        }
+        let n = words_up_to(&post, MOST_WORDS);
+        if n > MOST_WORDS {
+            return None;
+        }
+        if n >= 2 * heading_words + 5 {
+            break;
+        }
+    }
+    Some(ShortPost {
+        html: post.html().to_string(),
+    })
+}
+
+impl ShortPost {
+    /// Whether Readability's `found` text missed this post: it is short of Readability's own
+    /// threshold (it is the best of weak attempts), shares nothing with the post, and is not
+    /// much longer than the post.
+    pub fn missed_by(&self, found: &str, threshold: usize) -> bool {
+        if found.chars().filter(|c| !c.is_whitespace()).count() >= threshold {
+            return false;
+        }
+        let post = Document::fragment(self.html.as_str());
+        post.select("script, style, noscript").remove();
+        let post = post.root().text();
+        let post_words = post.split_whitespace().count();
+        post_words * 2 >= found.split_whitespace().count()
+            && share_in(found, &shingles(&post)) == 0.0
+    }
+}

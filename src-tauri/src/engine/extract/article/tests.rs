@@ -1,0 +1,181 @@
+//! What a reader needs stays, and what a reader skips goes: one small article holding every
+//! element a paper's page has (`reader-elements.html`), and a short post under its comments.
+
+use crate::engine::extract::{DocKind, extract};
+
+macro_rules! fixture {
+    ($name:literal) => {
+        include_bytes!(concat!("../../../../tests-fixtures/extract/", $name)).as_slice()
+    };
+}
+
+const ARTICLE_URL: &str = "https://notes.example/rivers/2025/sediment-pulses.html";
+
+fn markdown(body: &[u8], url: &str) -> String {
+    match extract(body, Some("text/html; charset=utf-8"), url) {
+        Ok(doc) => {
+            assert_eq!(doc.kind, DocKind::Html);
+            doc.text
+        }
+        Err(e) => panic!("expected a document, got {e:?}"),
+    }
+}
+
+fn article() -> String {
+    markdown(fixture!("reader-elements.html"), ARTICLE_URL)
+}
+
+fn assert_has(text: &str, needle: &str) {
+    assert!(text.contains(needle), "{needle:?} is missing from:\n{text}");
+}
+
+fn assert_lacks(text: &str, needle: &str) {
+    assert!(!text.contains(needle), "{needle:?} leaked into:\n{text}");
+}
+
+#[test]
+fn headings_stay_headings() {
+    let text = article();
+    assert_has(&text, "\n## Where the gravel goes\n");
+    assert_has(&text, "\n### What we measured\n");
+}
+
+#[test]
+fn lists_stay_lists_in_their_order() {
+    let text = article();
+    assert_has(
+        &text,
+        "- Stone positions after each flood, by radio tag\n\
+         - Water depth at five gauges, every ten minutes\n",
+    );
+    assert_has(
+        &text,
+        "1. Tag the stones at low water\n2. Survey the bars\n3. Wait for a flood",
+    );
+}
+
+#[test]
+fn a_table_of_content_stays_a_table_under_its_caption() {
+    let text = article();
+    assert_has(
+        &text,
+        "Travel distance per flood\n\n| Flood | Peak discharge (m³/s) | Median travel (m) |",
+    );
+    assert_has(&text, "| May 2023 | 2,400 | 310 |");
+}
+
+#[test]
+fn a_code_block_keeps_its_text_as_written() {
+    let text = article();
+    assert_has(
+        &text,
+        "```\ndef transport(tau, tau_c, k=0.002):\n    if tau <= tau_c:\n        return 0.0\n",
+    );
+}
+
+#[test]
+fn a_block_quote_stays_quoted() {
+    let text = article();
+    assert_has(
+        &text,
+        "> The river does not carry gravel; it lends it, one bar at a time.",
+    );
+}
+
+#[test]
+fn footnotes_keep_their_marks_and_their_text() {
+    let text = article();
+    assert_has(&text, "carry most of the volume.[2](#fn2)");
+    assert_has(&text, "Three seasons, 2022 to 2024, on the middle reach.");
+    assert_has(&text, "The same long tail is reported for the Waimakariri.");
+}
+
+#[test]
+fn a_figure_keeps_its_picture_and_caption() {
+    let text = article();
+    assert_has(
+        &text,
+        "![A gravel bar after the November flood](https://notes.example/img/bar-2023.jpg)",
+    );
+    assert_has(
+        &text,
+        "The central bar after the November 2023 flood, seen from the drone.",
+    );
+}
+
+#[test]
+fn links_stay_links_with_absolute_targets() {
+    let text = article();
+    assert_has(
+        &text,
+        "[methods note](https://notes.example/methods/threshold.html)",
+    );
+}
+
+#[test]
+fn math_keeps_its_tex() {
+    let text = article();
+    // MathML with a TeX annotation, inline and as a block.
+    assert_has(
+        &text,
+        "written $q_s = k(\\tau - \\tau_c)^{1.5}$ in the usual",
+    );
+    assert_has(&text, "\n$$V = \\int q_s \\, dt$$\n");
+    // A formula's picture beside it (MediaWiki's fallback) is not kept twice.
+    assert_has(
+        &text,
+        "Shields number ${\\displaystyle \\theta _{c}}$, where",
+    );
+    assert_lacks(&text, "theta-c.svg");
+    // MathJax's TeX script, which Readability would drop with every script.
+    assert_has(&text, "$$\\theta = \\frac{\\tau}{(\\rho_s - \\rho) g D}$$");
+    // Not the symbols' text run together.
+    assert_lacks(&text, "qs=k");
+}
+
+#[test]
+fn comments_tags_sharing_related_stories_and_copyright_go() {
+    let text = article();
+    for boilerplate in [
+        "Marco says",
+        "3 Comments",
+        "Tags:",
+        "Share this",
+        "Related stories",
+        "How dams starve the deltas",
+        "All rights reserved",
+    ] {
+        assert_lacks(&text, boilerplate);
+    }
+    // The article's own last paragraph is still there.
+    assert_has(&text, "had not yet settled into the bed.");
+}
+
+#[test]
+fn a_short_post_is_kept_instead_of_its_comments() {
+    let text = markdown(
+        fixture!("short-post.html"),
+        "https://crafts.example/2024/11/paper-lanterns.html",
+    );
+    assert_has(&text, "Folded from one sheet each. Pattern by Lena.");
+    assert_has(
+        &text,
+        "![Three paper lanterns](https://crafts.example/img/lanterns.jpg)",
+    );
+    assert_lacks(&text, "printer paper");
+    assert_lacks(&text, "The Craft Table");
+}
+
+#[test]
+fn a_page_of_comments_keeps_them() {
+    // Comments with no article before them are the page's text (a guestbook, a forum).
+    let page = br#"<html><head><title>Guestbook</title></head><body>
+        <div id="comments"><h2>Your comments</h2>
+        <p>Maisy, Cardiff: the night shift at the old infirmary was never quiet, and the buzzers rang after it closed.</p>
+        <p>Stefan, Pontypool: we saw the figure of a small boy in the corridors of the school during the exams.</p>
+        <p>Michelle, Penarth: a lady in Victorian dress walks the pier in the late afternoon and looks out to sea.</p>
+        </div></body></html>"#;
+    let text = markdown(page, "https://stories.example/guestbook");
+    assert_has(&text, "the buzzers rang after it closed");
+    assert_has(&text, "looks out to sea");
+}
