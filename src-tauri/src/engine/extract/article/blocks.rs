@@ -2,7 +2,7 @@
 //! element's counts to a judge, so that no rule walks a subtree twice (a 20 MB page has deep
 //! ones) and nothing is kept per element.
 
-use dom_query::NodeRef;
+use dom_query::{NodeData, NodeRef};
 
 /// The text inside one element, and the part of it inside links.
 #[derive(Debug, Default, Clone, Copy)]
@@ -51,9 +51,14 @@ fn count_from<'a>(
     let mut child = node.first_child();
     while let Some(n) = child {
         if n.is_text() {
-            let text = n.text();
-            c.chars += text.chars().filter(|ch| !ch.is_whitespace()).count();
-            let words = text.split_whitespace().count();
+            // Read in place: `text()` would copy every text node of the article.
+            let (chars, words) = n
+                .query(|t| match &t.data {
+                    NodeData::Text { contents } => chars_and_words(contents),
+                    _ => (0, 0),
+                })
+                .unwrap_or_default();
+            c.chars += chars;
             c.words += words;
             *seen += words;
         } else if n.is_element() {
@@ -69,4 +74,21 @@ fn count_from<'a>(
         child = n.next_sibling();
     }
     c
+}
+
+/// Characters that are not white space, and words, in one pass.
+fn chars_and_words(text: &str) -> (usize, usize) {
+    let (mut chars, mut words, mut in_word) = (0, 0, false);
+    for ch in text.chars() {
+        if ch.is_whitespace() {
+            in_word = false;
+        } else {
+            chars += 1;
+            if !in_word {
+                words += 1;
+                in_word = true;
+            }
+        }
+    }
+    (chars, words)
 }

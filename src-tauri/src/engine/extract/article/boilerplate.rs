@@ -152,13 +152,41 @@ const CHROME_WORDS: usize = 15;
 const COPYRIGHT_WORDS: usize = 25;
 const SENTENCE_WORDS: usize = 60;
 
+/// Whether a line is chrome. Only its start is lower-cased (every start above is shorter
+/// than 64 characters), and the rest only if it may be a copyright line.
 fn is_chrome_line(text: &str) -> bool {
-    let t = squeeze(text);
-    let t = t.trim_start_matches(|c: char| !c.is_alphanumeric() && c != '©');
-    let n = t.split_whitespace().count();
-    (n <= CHROME_WORDS && CHROME_STARTS.iter().any(|s| t.starts_with(s)))
-        || (n <= COPYRIGHT_WORDS && t.contains("all rights reserved"))
-        || (n <= SENTENCE_WORDS && CHROME_SENTENCES.iter().any(|s| t.starts_with(s)))
+    let words = text.split_whitespace().count();
+    let head = squeeze_lower(text, 64);
+    let head = head.trim_start_matches(|c: char| !c.is_alphanumeric() && c != '©');
+    (words <= CHROME_WORDS && CHROME_STARTS.iter().any(|s| head.starts_with(s)))
+        || (words <= SENTENCE_WORDS && CHROME_SENTENCES.iter().any(|s| head.starts_with(s)))
+        || (words <= COPYRIGHT_WORDS
+            && text
+                .as_bytes()
+                .windows(8)
+                .any(|w| w.eq_ignore_ascii_case(b"reserved"))
+            && squeeze_lower(text, usize::MAX).contains("all rights reserved"))
+}
+
+/// The first `limit` characters of `text`, white space squeezed to single spaces, lower-cased.
+fn squeeze_lower(text: &str, limit: usize) -> String {
+    let mut out = String::new();
+    let mut space = false;
+    for ch in text.trim_start().chars() {
+        if out.len() >= limit {
+            break;
+        }
+        if ch.is_whitespace() {
+            space = true;
+            continue;
+        }
+        if space {
+            out.push(' ');
+            space = false;
+        }
+        out.extend(ch.to_lowercase());
+    }
+    out
 }
 
 fn is_heading(node: &NodeRef) -> bool {

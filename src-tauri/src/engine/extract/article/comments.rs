@@ -4,6 +4,7 @@
 use dom_query::{Document, NodeRef};
 
 use super::text::{Shingles, shingles, squeeze};
+use super::walk::{elements, part};
 
 /// An element a site names as its comments (`comments`, `commentlist`, `respond`, Disqus's),
 /// by the words of its `id` and `class`.
@@ -89,7 +90,9 @@ fn comment_start<'a>(root: &NodeRef<'a>) -> Option<NodeRef<'a>> {
     let mut words_before = 0;
     for node in root.descendants_it() {
         if node.is_text() {
-            words_before += node.text().split_whitespace().count();
+            if words_before < 10 {
+                words_before += node.text().split_whitespace().count();
+            }
             continue;
         }
         if !node.is_element() || words_before < 10 {
@@ -129,8 +132,8 @@ pub(super) fn cut_comments(root: &NodeRef) {
 /// The shingles of every comment section on the page, outermost sections only.
 pub(super) fn comment_shingles(dom: &Document) -> Shingles {
     let mut set = Shingles::new();
-    for node in dom.select("body *").nodes() {
-        if is_comment_name(node) && !node.ancestors_it(None).any(|a| is_comment_name(&a)) {
+    for node in part(dom, "body").iter().flat_map(elements) {
+        if is_comment_name(&node) && !node.ancestors_it(None).any(|a| is_comment_name(&a)) {
             set.extend(shingles(&node.text()));
         }
     }

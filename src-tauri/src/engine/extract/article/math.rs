@@ -4,10 +4,19 @@
 
 use dom_query::{Document, NodeRef};
 
+use super::walk::elements;
+
 /// Before Readability, which drops every script: MathJax's TeX scripts become `<math>`
 /// elements holding their TeX.
 pub(super) fn keep_mathjax(dom: &Document) {
-    for script in dom.select(r#"script[type^="math/tex"]"#).nodes() {
+    let scripts: Vec<NodeRef> = elements(&dom.root())
+        .filter(|n| {
+            n.has_name("script")
+                && n.attr("type")
+                    .is_some_and(|t| t.trim_start().starts_with("math/tex"))
+        })
+        .collect();
+    for script in scripts {
         let display = script
             .attr("type")
             .is_some_and(|t| t.contains("mode=display"));

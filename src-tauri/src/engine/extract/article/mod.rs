@@ -12,6 +12,7 @@ mod comments;
 mod math;
 mod short_post;
 mod text;
+mod walk;
 
 /// When at least this share of Readability's text is the page's comments, it missed the
 /// article.

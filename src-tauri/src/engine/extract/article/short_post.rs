@@ -5,6 +5,7 @@
 use dom_query::{Document, NodeRef};
 
 use super::text::{share_in, shingles, squash, words};
+use super::walk::{elements, part};
 
 /// The most words a short post has; a longer one has paragraphs Readability finds.
 const MOST_WORDS: usize = 200;
@@ -16,23 +17,21 @@ pub(super) struct ShortPost {
 
 /// The page's title, cut into the parts a site joins with its name ("Post | Site").
 fn title_parts(dom: &Document) -> Vec<String> {
-    let mut titles = Vec::new();
-    for sel in [
-        r#"meta[property="og:title"]"#,
-        r#"meta[name="twitter:title"]"#,
-    ] {
-        if let Some(content) = dom
-            .select(sel)
-            .nodes()
-            .first()
-            .and_then(|n| n.attr("content"))
-        {
-            titles.push(content.to_string());
+    let (mut og, mut twitter, mut title) = (None, None, None);
+    for node in part(dom, "head").iter().flat_map(elements) {
+        if node.has_name("meta") {
+            let content = || node.attr("content").map(|c| c.to_string());
+            if og.is_none() && node.attr("property").is_some_and(|p| &*p == "og:title") {
+                og = content();
+            } else if twitter.is_none() && node.attr("name").is_some_and(|n| &*n == "twitter:title")
+            {
+                twitter = content();
+            }
+        } else if title.is_none() && node.has_name("title") {
+            title = Some(node.text().to_string());
         }
     }
-    if let Some(t) = dom.select("head title").nodes().first() {
-        titles.push(t.text().to_string());
-    }
+    let titles = [og, twitter, title].into_iter().flatten();
     let mut parts = Vec::new();
     for title in titles {
         let whole = std::iter::once(title.as_str());
@@ -82,23 +81,25 @@ fn title_heading<'a>(dom: &'a Document, page: Option<&url::Url>) -> Option<NodeR
     if parts.is_empty() {
         return None;
     }
-    let mut best: Option<(usize, NodeRef<'a>)> = None;
-    for sel in ["body h1", "body h2", "body h3"] {
-        for h in dom.select(sel).nodes() {
-            let text = squash(&h.text());
-            if text.len() >= 6
-                && best.as_ref().is_none_or(|(len, _)| text.len() > *len)
-                && parts.contains(&text)
-                && !links_home(h, page)
-                && !h
-                    .ancestors_it(None)
-                    .any(|a| a.node_name().as_deref() == Some("li"))
-            {
-                best = Some((text.len(), *h));
-            }
+    // (squashed length, rank): the longest wins, then the highest rank, then the first.
+    let mut best: Option<(usize, usize, NodeRef<'a>)> = None;
+    for h in part(dom, "body").iter().flat_map(elements) {
+        let Some(rank) = ["h1", "h2", "h3"].iter().position(|name| h.has_name(name)) else {
+            continue;
+        };
+        let text = squash(&h.text());
+        if text.len() >= 6
+            && best
+                .as_ref()
+                .is_none_or(|(len, r, _)| text.len() > *len || (text.len() == *len && rank < *r))
+            && parts.contains(&text)
+            && !links_home(&h, page)
+            && !h.ancestors_it(None).any(|a| a.has_name("li"))
+        {
+            best = Some((text.len(), rank, h));
         }
     }
-    best.map(|(_, h)| h)
+    best.map(|(_, _, h)| h)
 }
 
 /// The words under `node`, counted up to just past `limit` (a page's body may be megabytes).
