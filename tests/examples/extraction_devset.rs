@@ -89,11 +89,16 @@ fn main() {
         std::process::exit(2);
     };
     let pages = pages(&devset);
+    // GLEANER_DEVSET_ONLY=gleaner skips the peer: a profiler then counts Gleaner's work alone.
+    let only_gleaner = std::env::var("GLEANER_DEVSET_ONLY").is_ok_and(|v| v == "gleaner");
     run("gleaner", &pages, &out.join("gleaner"), "md", |p| {
         gleaner::engine::extract::extract(&p.html, Some("text/html"), &p.url)
             .ok()
             .map(|d| d.text)
     });
+    if only_gleaner {
+        return;
+    }
     run(
         "rs-trafilatura",
         &pages,

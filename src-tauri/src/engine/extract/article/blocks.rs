@@ -76,9 +76,22 @@ fn count_from<'a>(
     c
 }
 
-/// Characters that are not white space, and words, in one pass.
+/// Characters that are not white space, and words, in one pass (over bytes when the text is
+/// ASCII, as most is).
 fn chars_and_words(text: &str) -> (usize, usize) {
     let (mut chars, mut words, mut in_word) = (0, 0, false);
+    if text.is_ascii() {
+        for b in text.bytes() {
+            if b.is_ascii_whitespace() || b == 0x0b {
+                in_word = false;
+            } else {
+                chars += 1;
+                words += usize::from(!in_word);
+                in_word = true;
+            }
+        }
+        return (chars, words);
+    }
     for ch in text.chars() {
         if ch.is_whitespace() {
             in_word = false;

@@ -1,7 +1,7 @@
 //! Boilerplate inside an article's container that Readability keeps: lists of other
 //! articles' headlines, and the lines of a site's chrome (tags, sharing, copyright).
 
-use dom_query::NodeRef;
+use dom_query::{NodeData, NodeRef};
 
 use super::blocks::count;
 use super::text::squeeze;
@@ -68,7 +68,7 @@ pub(super) fn remove(root: &NodeRef) {
         } else if is_line(node)
             && c.words > 0
             && c.words <= SENTENCE_WORDS
-            && is_chrome_line(&node.text())
+            && is_chrome(node, c.words)
         {
             chrome.push(*node);
         }
@@ -146,11 +146,61 @@ const CHROME_SENTENCES: &[&str] = &[
     "by providing information",
 ];
 
+/// The first word of every chrome start and sentence.
+static FIRST_WORDS: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+    let mut words: Vec<&str> = CHROME_STARTS
+        .iter()
+        .chain(CHROME_SENTENCES)
+        .filter_map(|s| s.split(|c: char| !c.is_alphanumeric() && c != '©').next())
+        .collect();
+    words.sort_unstable();
+    words.dedup();
+    words
+});
+
 /// The most words a line of chrome has; "all rights reserved" may close a longer one, and a
 /// chrome sentence may be longer still.
 const CHROME_WORDS: usize = 15;
 const COPYRIGHT_WORDS: usize = 25;
 const SENTENCE_WORDS: usize = 60;
+
+/// Whether an element is a line of chrome. Most lines of an article cannot be, and their
+/// first word says so, read in place without copying the line's text.
+fn is_chrome(node: &NodeRef, words: usize) -> bool {
+    let mut first = None;
+    let mut reserved = false;
+    for text in node.descendants_it().filter(|d| d.is_text()) {
+        text.query(|t| {
+            if let NodeData::Text { contents } = &t.data {
+                if first.is_none() {
+                    first = first_word(contents);
+                }
+                reserved = reserved || mentions_reserved(contents);
+            }
+        });
+        if first.is_some() && (reserved || words > COPYRIGHT_WORDS) {
+            break;
+        }
+    }
+    let may_start = first.is_some_and(|first: String| {
+        FIRST_WORDS
+            .iter()
+            .any(|w| first.starts_with(w) || w.starts_with(first.as_str()))
+    });
+    (may_start || (reserved && words <= COPYRIGHT_WORDS)) && is_chrome_line(&node.text())
+}
+
+/// The first word of a text (letters, digits and ©), lower-cased, at most 16 characters.
+fn first_word(text: &str) -> Option<String> {
+    let word: String = text
+        .trim_start_matches(|c: char| !c.is_alphanumeric() && c != '©')
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '©')
+        .take(16)
+        .flat_map(char::to_lowercase)
+        .collect();
+    (!word.is_empty()).then_some(word)
+}
 
 /// Whether a line is chrome. Only its start is lower-cased (every start above is shorter
 /// than 64 characters), and the rest only if it may be a copyright line.
@@ -161,11 +211,14 @@ fn is_chrome_line(text: &str) -> bool {
     (words <= CHROME_WORDS && CHROME_STARTS.iter().any(|s| head.starts_with(s)))
         || (words <= SENTENCE_WORDS && CHROME_SENTENCES.iter().any(|s| head.starts_with(s)))
         || (words <= COPYRIGHT_WORDS
-            && text
-                .as_bytes()
-                .windows(8)
-                .any(|w| w.eq_ignore_ascii_case(b"reserved"))
+            && mentions_reserved(text)
             && squeeze_lower(text, usize::MAX).contains("all rights reserved"))
+}
+
+fn mentions_reserved(text: &str) -> bool {
+    text.as_bytes()
+        .windows(8)
+        .any(|w| w.eq_ignore_ascii_case(b"reserved"))
 }
 
 /// The first `limit` characters of `text`, white space squeezed to single spaces, lower-cased.

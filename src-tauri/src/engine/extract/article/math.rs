@@ -2,20 +2,11 @@
 //! `<script type="math/tex">`; the Markdown gets `$…$`, or `$$…$$` for display math, instead
 //! of the symbols' text run together.
 
-use dom_query::{Document, NodeRef};
-
-use super::walk::elements;
+use dom_query::NodeRef;
 
 /// Before Readability, which drops every script: MathJax's TeX scripts become `<math>`
 /// elements holding their TeX.
-pub(super) fn keep_mathjax(dom: &Document) {
-    let scripts: Vec<NodeRef> = elements(&dom.root())
-        .filter(|n| {
-            n.has_name("script")
-                && n.attr("type")
-                    .is_some_and(|t| t.trim_start().starts_with("math/tex"))
-        })
-        .collect();
+pub(super) fn keep_mathjax(scripts: &[NodeRef]) {
     for script in scripts {
         let display = script
             .attr("type")

@@ -47,9 +47,12 @@ pub(crate) fn read(
     base: Option<&str>,
     attempts: Attempts,
 ) -> Result<Option<Article>, ReadabilityError> {
-    math::keep_mathjax(&dom);
     // Found before Readability runs, because it rewrites the tree.
-    let short = short_post::find(&dom, base).map(|post| (post, comments::comment_shingles(&dom)));
+    let survey = walk::survey(&dom);
+    math::keep_mathjax(&survey.tex_scripts);
+    let short = short_post::find(&dom, &survey.headings, base)
+        .map(|post| (post, comments::comment_shingles(&dom)));
+    drop(survey);
     let cfg = Config {
         // The Markdown is made here, after the clean-up; Readability's own text is not used.
         text_mode: TextMode::Raw,

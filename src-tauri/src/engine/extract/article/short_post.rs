@@ -76,17 +76,18 @@ fn links_home(heading: &NodeRef, page: Option<&url::Url>) -> bool {
 /// The heading that names the article: its text is one of the title's parts. The site's
 /// name is a part too, but its heading links home; of the rest, the longest wins, then the
 /// highest rank. Headings in lists are other articles'.
-fn title_heading<'a>(dom: &'a Document, page: Option<&url::Url>) -> Option<NodeRef<'a>> {
+fn title_heading<'a>(
+    dom: &Document,
+    headings: &[(usize, NodeRef<'a>)],
+    page: Option<&url::Url>,
+) -> Option<NodeRef<'a>> {
     let parts = title_parts(dom);
     if parts.is_empty() {
         return None;
     }
     // (squashed length, rank): the longest wins, then the highest rank, then the first.
     let mut best: Option<(usize, usize, NodeRef<'a>)> = None;
-    for h in part(dom, "body").iter().flat_map(elements) {
-        let Some(rank) = ["h1", "h2", "h3"].iter().position(|name| h.has_name(name)) else {
-            continue;
-        };
+    for &(rank, h) in headings {
         let text = squash(&h.text());
         if text.len() >= 6
             && best
@@ -116,9 +117,14 @@ fn words_up_to(node: &NodeRef, limit: usize) -> usize {
 
 /// The short post around the title's heading: its nearest container with more than the
 /// heading in it, if that holds at most [`MOST_WORDS`].
-pub(super) fn find(dom: &Document, page: Option<&str>) -> Option<ShortPost> {
+/// `headings`: the page's `h1`–`h3` with their rank ([`super::walk::survey`]).
+pub(super) fn find(
+    dom: &Document,
+    headings: &[(usize, NodeRef)],
+    page: Option<&str>,
+) -> Option<ShortPost> {
     let page = page.and_then(|p| url::Url::parse(p).ok());
-    let heading = title_heading(dom, page.as_ref())?;
+    let heading = title_heading(dom, headings, page.as_ref())?;
     let heading_words = words_up_to(&heading, MOST_WORDS);
     let mut post = heading;
     loop {

@@ -1,7 +1,6 @@
 //! Small text helpers for the article's rules.
 
 use std::collections::HashSet;
-use std::hash::{Hash, Hasher};
 
 /// White space squeezed to single spaces, lower-cased.
 pub(super) fn squeeze(s: &str) -> String {
@@ -29,16 +28,24 @@ pub(super) fn squash(s: &str) -> String {
 
 pub(super) type Shingles = HashSet<u64>;
 
-/// Hashes of a text's runs of four words: how two texts are compared.
+/// Hashes of a text's runs of four words: how two texts are compared. FNV-1a: these are
+/// not keys an attacker chooses to collide, and SipHash cost more than the comparison.
 pub(super) fn shingles(text: &str) -> Shingles {
-    words(text)
+    let hashes: Vec<u64> = words(text).iter().map(|w| fnv(w.as_bytes())).collect();
+    hashes
         .windows(4)
         .map(|w| {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            w.hash(&mut h);
-            h.finish()
+            w.iter().fold(0xcbf2_9ce4_8422_2325, |h, x| {
+                (h ^ x).wrapping_mul(0x100_0000_01b3)
+            })
         })
         .collect()
+}
+
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+    })
 }
 
 /// The share of `text`'s shingles that are in `set`, in [0, 1]; 0 for a text of none.

@@ -14,3 +14,38 @@ pub(super) fn part<'a>(dom: &'a Document, name: &str) -> Option<NodeRef<'a>> {
     let html = dom.root().children_it(false).find(|n| n.has_name("html"))?;
     html.children_it(false).find(|n| n.has_name(name))
 }
+
+/// What the rules need to know of the page before Readability rewrites it, found in one walk
+/// of its body.
+pub(super) struct Survey<'a> {
+    /// `h1`–`h3` elements with their rank (0 for `h1`), in document order.
+    pub headings: Vec<(usize, NodeRef<'a>)>,
+    /// MathJax's TeX: `<script type="math/tex…">`.
+    pub tex_scripts: Vec<NodeRef<'a>>,
+}
+
+pub(super) fn survey<'a>(dom: &'a Document) -> Survey<'a> {
+    let mut survey = Survey {
+        headings: Vec::new(),
+        tex_scripts: Vec::new(),
+    };
+    for node in part(dom, "body").iter().flat_map(elements) {
+        let Some(name) = node.qual_name_ref() else {
+            continue;
+        };
+        match &*name.local {
+            "h1" => survey.headings.push((0, node)),
+            "h2" => survey.headings.push((1, node)),
+            "h3" => survey.headings.push((2, node)),
+            "script"
+                if node
+                    .attr("type")
+                    .is_some_and(|t| t.trim_start().starts_with("math/tex")) =>
+            {
+                survey.tex_scripts.push(node);
+            }
+            _ => {}
+        }
+    }
+    survey
+}
