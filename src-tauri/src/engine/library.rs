@@ -142,7 +142,9 @@ impl Library {
         let path = dir.join(format!("{stem}.md"));
         let mut body = doc.text.clone();
         if paper && let Some(abstract_text) = &reference.abstract_text {
-            body = format!("## Abstract\n\n{abstract_text}\n\n## Full text\n\n{body}");
+            // The paper's own title and sections sit under "Full text", so they go two levels down.
+            let full_text = demote_headings(&body, 2);
+            body = format!("## Abstract\n\n{abstract_text}\n\n## Full text\n\n{full_text}");
         }
         let mut raw = None;
         // A paper's PDF is the paper: it is kept whatever `keep_raw` says.
@@ -595,6 +597,21 @@ fn extension_for(content_type: Option<&str>) -> &'static str {
 }
 
 /// A file-name-safe slug from the URL's path: "2024/05/great-story" → "2024-05-great-story".
+/// `text` with every ATX heading `by` levels lower, down to `######` at most.
+fn demote_headings(text: &str, by: usize) -> String {
+    let mut out = String::with_capacity(text.len() + 64);
+    for line in text.split_inclusive('\n') {
+        let hashes = line.bytes().take_while(|b| *b == b'#').count();
+        if (1..=6).contains(&hashes) && line[hashes..].starts_with(' ') {
+            out.push_str(&"#".repeat((hashes + by).min(6)));
+            out.push_str(&line[hashes..]);
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
 pub fn slug(url: &str) -> String {
     let path = url::Url::parse(url)
         .map(|u| u.path().to_string())
@@ -1185,5 +1202,20 @@ mod tests {
         assert_eq!(slug("https://x.example/"), "index");
         assert_eq!(slug("https://x.example/../../etc/passwd"), "etc-passwd");
         assert_eq!(safe_segment(".."), "_");
+    }
+
+    #[test]
+    fn a_papers_own_headings_sit_below_full_text() {
+        assert_eq!(
+            demote_headings(
+                "# A Field Study\n\nBy us.\n\n## 1 Introduction\n\n#hashtag\n",
+                2
+            ),
+            "### A Field Study\n\nBy us.\n\n#### 1 Introduction\n\n#hashtag\n"
+        );
+        assert_eq!(
+            demote_headings("##### Deep\n###### Deepest", 2),
+            "###### Deep\n###### Deepest"
+        );
     }
 }

@@ -61,7 +61,7 @@ pub(super) fn remove(root: &NodeRef) {
             && c.links >= TAG_LINKS
             && c.link_dense(6)
             && c.link_words <= TAG_WORDS * c.links
-            && c.words - c.link_words <= TAG_OTHER_WORDS
+            && c.words.saturating_sub(c.link_words) <= TAG_OTHER_WORDS
             && before >= TAG_AFTER_WORDS;
         if headlines || tags {
             links.push((*node, c.chars));
