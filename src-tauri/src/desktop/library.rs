@@ -180,6 +180,17 @@ fn document_text(
         .document
         .clone()
         .ok_or_else(|| "This job has no saved document yet.".to_string())?;
+    // A document another machine of the lab fetched, not pulled here: the shared database
+    // has it.
+    if !Path::new(&doc).exists()
+        && let Some(stored) = store
+            .stored_document(id)
+            .map_err(|e| format!("Could not read the shared copy of {doc}: {e}"))?
+    {
+        let text = String::from_utf8_lossy(&stored).into_owned();
+        let path = PathBuf::from(&doc);
+        return Ok((job.url, doc, path, text));
+    }
     let path = inside_library(root, Path::new(&doc))?;
     let size = std::fs::metadata(&path)
         .map_err(|e| format!("Could not read {}: {e}", path.display()))?
