@@ -31,7 +31,13 @@ else
   as_pg=()
   pg_user="$(id -un)"
 fi
-"${as_pg[@]}" "$pg_bin/initdb" -D "$pg_dir/data" -U "$pg_user" --auth=trust -E UTF8 --locale=C.UTF-8 >"$pg_dir/initdb.log" 2>&1 || {
+# Connections over TCP need the password, as a real server's do (the tests of wrong
+# credentials meet a real refusal); the server's own socket in its folder is trusted.
+pg_password="gleaner-test"
+printf '%s\n' "$pg_password" >"$pg_dir/pwfile"
+chmod 644 "$pg_dir/pwfile"
+"${as_pg[@]}" "$pg_bin/initdb" -D "$pg_dir/data" -U "$pg_user" --auth-local=trust --auth-host=scram-sha-256 \
+  --pwfile="$pg_dir/pwfile" -E UTF8 --locale=C.UTF-8 >"$pg_dir/initdb.log" 2>&1 || {
   cat "$pg_dir/initdb.log" >&2
   echo "postgres-for-tests: initdb failed" >&2
   return 1 2>/dev/null || exit 1
@@ -44,7 +50,7 @@ fi
   echo "postgres-for-tests: the server did not start" >&2
   return 1 2>/dev/null || exit 1
 }
-export GLEANER_TEST_DATABASE_URL="postgres://$pg_user@127.0.0.1:$pg_port/postgres"
+export GLEANER_TEST_DATABASE_URL="postgres://$pg_user:$pg_password@127.0.0.1:$pg_port/postgres"
 export GLEANER_TEST_PG_DIR="$pg_dir"
 stop_test_postgres() {
   "${as_pg[@]}" "$pg_bin/pg_ctl" -D "$pg_dir/data" -m immediate stop >/dev/null 2>&1 || true

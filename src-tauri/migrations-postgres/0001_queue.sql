@@ -133,9 +133,10 @@ CREATE INDEX library_tsv ON library USING gin (tsv);
 -- The claim (docs/ARCHITECTURE.md, "The queue on PostgreSQL"): up to p_max due jobs, the open
 -- batches with due work taking turns (least recently served first), the hosts of a batch
 -- taking turns (by name, after the one it served last), the earliest due job of a host first.
--- A host's row is locked (SKIP LOCKED) while its running jobs are counted and one is started,
--- so its limit and interval hold across every member; a host another claim holds is full for
--- this one. Jobs are taken with FOR UPDATE SKIP LOCKED.
+-- A host's row is locked while its running jobs are counted and one is started, so its limit
+-- and interval hold across every member: a claim that finds another claim on the host waits
+-- the few milliseconds until it commits, then counts what it started (skipping the host instead
+-- would leave a free slot that nobody is woken for). Jobs are taken with FOR UPDATE SKIP LOCKED.
 CREATE FUNCTION gleaner_claim(p_owner text, p_now bigint, p_lease_until bigint,
         p_per_host integer, p_max integer, p_intervals jsonb)
     RETURNS TABLE (c_id bigint, c_url text, c_host text, c_attempts integer, c_meta text,
@@ -216,8 +217,8 @@ BEGIN
                     SELECT h.manual_pause OR coalesce(h.paused_until > p_now, false),
                            h.concurrency_limit, h.last_start_at
                       INTO v_paused, v_own, v_last
-                      FROM hosts h WHERE h.host = v_host FOR UPDATE SKIP LOCKED;
-                    IF NOT FOUND OR v_paused THEN
+                      FROM hosts h WHERE h.host = v_host FOR UPDATE;
+                    IF v_paused THEN
                         v_slot := 0;
                     ELSE
                         SELECT count(*) INTO v_running FROM jobs j

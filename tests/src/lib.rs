@@ -2,6 +2,7 @@
 //! run the real `gleaner` binary against a private data folder.
 
 pub mod desktop;
+pub mod proxy;
 pub mod scholarly;
 pub mod server;
 

@@ -7,6 +7,7 @@
 //! `capabilities/default.json` (`allow-<command>`), or the ACL rejects the call.
 
 mod commands;
+pub mod database;
 mod handover;
 mod library;
 mod tray;
@@ -95,6 +96,8 @@ fn open_window(data_dir: PathBuf, database: Option<String>) -> anyhow::Result<()
              the subcommands work without one: see `gleaner --help`"
         );
     }
+    // The command line and the environment come first, then what Settings saved.
+    let database = database.or_else(|| database::saved(&data_dir));
     let store = crate::cli::open_queue(&data_dir, database.as_deref())?;
     let mut policy = store.load_policy()?;
     // Saved by an older Gleaner before settings were range-checked: run on the defaults rather

@@ -152,4 +152,60 @@ mod tests {
             assert_eq!(e.lines().count(), 1, "{e}");
         }
     }
+
+    use crate::engine::postgres::PgStore;
+    use crate::engine::postgres::testing::{execute, fresh_database_url};
+
+    /// The test server's address with one part changed.
+    fn altered(change: impl FnOnce(&mut url::Url)) -> String {
+        let mut u = url::Url::parse(&fresh_database_url()).expect("url");
+        change(&mut u);
+        u.to_string()
+    }
+
+    fn refusal(url: &str) -> String {
+        let e = PgStore::open(url, "m").expect_err("refused").to_string();
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(!e.contains("s3cret"), "{e}");
+        e
+    }
+
+    #[test]
+    fn a_refused_connection_is_one_sentence() {
+        // Port 1 on loopback: nothing listens there.
+        let e = refusal(&altered(|u| {
+            let _ = u.set_port(Some(1));
+        }));
+        assert!(e.contains("the connection was refused"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_database_is_one_sentence() {
+        let e = refusal(&altered(|u| u.set_path("/no_such_database")));
+        assert!(e.contains("has no database \"no_such_database\""), "{e}");
+    }
+
+    #[test]
+    fn wrong_credentials_are_one_sentence() {
+        let e = refusal(&altered(|u| {
+            let _ = u.set_username("nobody_here");
+            let _ = u.set_password(Some("s3cret"));
+        }));
+        assert!(e.contains("refused the user \"nobody_here\""), "{e}");
+    }
+
+    #[test]
+    fn a_database_from_a_newer_gleaner_is_refused_and_left_alone() {
+        let url = fresh_database_url();
+        drop(PgStore::open(&url, "m").expect("first open"));
+        execute(&url, "INSERT INTO gleaner_schema (version) VALUES (99)");
+        let e = PgStore::open(&url, "m").expect_err("newer").to_string();
+        assert!(e.contains("newer Gleaner (schema version 99"), "{e}");
+        // Nothing was written: a version it does not know is not one it upgrades from.
+        execute(
+            &url,
+            "DO $$ BEGIN IF (SELECT count(*) FROM gleaner_schema) <> 3 THEN \
+                 RAISE EXCEPTION 'the schema table changed'; END IF; END $$",
+        );
+    }
 }

@@ -22,17 +22,18 @@ pub(super) fn fold(text: &str) -> String {
         .collect()
 }
 
-/// A query in the index's terms: words (all required), `"a phrase"`, `word*` (a prefix),
-/// `OR` between two terms, `-word` (without). Anything else in the text is a separator, so any
-/// text is a query; `None` when no word is left.
-pub(super) fn tsquery(text: &str) -> Option<String> {
+#[cfg(test)]
+fn tsquery(text: &str) -> Option<String> {
     parse_query(text).map(|(q, _)| q)
 }
 
 /// A word the snippet marks: folded, and whether it is a prefix.
 type Term = (String, bool);
 
-/// The `tsquery` of `text` (see [`tsquery`]), and the words a match has.
+/// A query in the index's terms (a `tsquery`), and the words a match has: words (all
+/// required), `"a phrase"`, `word*` (a prefix), `OR` between two terms, `-word` (without).
+/// Anything else in the text is a separator, so any text is a query; `None` when no word is
+/// left.
 fn parse_query(text: &str) -> Option<(String, Vec<Term>)> {
     let folded = fold(text);
     let mut marks: Vec<Term> = Vec::new();

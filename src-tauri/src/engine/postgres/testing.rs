@@ -28,33 +28,33 @@ pub fn fresh_database_url() -> String {
         std::process::id(),
         COUNT.fetch_add(1, Ordering::Relaxed)
     );
+    execute(&base, &format!("CREATE SCHEMA {schema}"));
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{sep}options=-c%20search_path%3D{schema}")
+}
+
+/// Run `sql` (statements) on the database at `url`, as a test's way around the queue.
+pub fn execute(url: &str, sql: &str) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
     // A thread of its own: the caller may be inside a runtime (a tokio test).
-    let (url, made) = (base.clone(), schema.clone());
+    let (url, sql) = (url.to_string(), sql.to_string());
     std::thread::spawn(move || {
         rt.block_on(async move {
             let (client, connection) = url
                 .parse::<tokio_postgres::Config>()
-                .expect("GLEANER_TEST_DATABASE_URL is a PostgreSQL address")
+                .expect("a PostgreSQL address")
                 .connect(NoTls)
                 .await
-                .unwrap_or_else(|e| {
-                    panic!("cannot connect to the test server ({TEST_DATABASE_ENV}): {e}")
-                });
+                .unwrap_or_else(|e| panic!("cannot connect to the test server: {e}"));
             let driver = tokio::spawn(connection);
-            client
-                .batch_execute(&format!("CREATE SCHEMA {made}"))
-                .await
-                .expect("create the test schema");
+            client.batch_execute(&sql).await.expect("statements");
             drop(client);
             let _ = driver.await;
         })
     })
     .join()
-    .expect("schema thread");
-    let sep = if base.contains('?') { '&' } else { '?' };
-    format!("{base}{sep}options=-c%20search_path%3D{schema}")
+    .expect("statement thread");
 }
