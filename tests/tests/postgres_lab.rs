@@ -413,3 +413,82 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// A live member's jobs are never taken: its heartbeat renews their leases, so another member's
+/// recovery, which can only judge an owner of another machine by its lease, leaves them alone
+/// however long the fetch takes; a lease that is not renewed is taken back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_members_leases_are_renewed_and_its_jobs_never_taken() {
+    use gleaner::engine::clock::{Clock, ManualClock};
+    use gleaner::engine::library::Library;
+    use gleaner::engine::policy::Policy;
+    use gleaner::engine::queue::{Liveness, NewJob, Status};
+    use gleaner::engine::worker::{HEARTBEAT_EVERY, RunMode, SHARED_LEASE, Worker};
+
+    const T0: i64 = 1_800_000_000_000;
+    let server = FaultServer::start();
+    let database = fresh_database_url();
+    let dir = tempfile::tempdir().expect("dir");
+    let here = gleaner::engine::queue::open_with(dir.path(), Some(&database)).expect("member");
+    let other = gleaner::engine::queue::open_with(dir.path(), Some(&database)).expect("other");
+    let url = server.url("/stall-headers");
+    let job = NewJob {
+        url: url.clone(),
+        url_key: url,
+        host: "127.0.0.1".into(),
+        reference: None,
+    };
+    here.enqueue(None, &[job], 5, T0).expect("enqueue");
+    let clock = ManualClock::new(T0);
+    let policy = Policy {
+        timeout: Duration::from_secs(600),
+        ..Policy::default()
+    };
+    let worker = Worker::new(
+        here.clone(),
+        clock.clone(),
+        Library::new(dir.path().join("library")),
+        policy.clone(),
+    )
+    .expect("worker");
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let w = worker.clone();
+    let run = tokio::spawn(async move { w.run(RunMode::Forever, stop_rx).await });
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while server.total_hits() < 1 {
+        assert!(Instant::now() < deadline, "the job never started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Four leases' time passes, a beat at a time; another machine's recovery looks each time.
+    let beats = 4 * SHARED_LEASE.as_secs() / HEARTBEAT_EVERY.as_secs();
+    for _ in 0..beats {
+        clock.advance(HEARTBEAT_EVERY);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let now = clock.now_ms();
+        let taken = other
+            .recover(&policy, now, &|_| Liveness::Unknown)
+            .expect("recover");
+        assert!(
+            taken.is_empty(),
+            "a live member's job was taken at {}",
+            now - T0
+        );
+    }
+    let job = here.job(1).expect("job").expect("row");
+    assert_eq!(job.status, Status::Running);
+    assert_eq!(server.total_hits(), 1, "fetched once");
+    // The worker stops without a word (its heartbeat with it): a lease later, the job is back.
+    run.abort();
+    let _ = run.await;
+    drop(stop);
+    drop(worker);
+    clock.advance(SHARED_LEASE + Duration::from_secs(1));
+    let taken = other
+        .recover(&policy, clock.now_ms(), &|_| Liveness::Unknown)
+        .expect("recover");
+    assert_eq!(taken.len(), 1, "the silent member's job is taken back");
+    assert_eq!(
+        other.attempts(1).expect("history")[0].outcome.as_deref(),
+        Some("interrupted")
+    );
+}

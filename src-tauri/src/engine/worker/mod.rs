@@ -29,6 +29,7 @@ mod owners;
 mod resolve;
 mod stall;
 
+pub use heartbeat::{HEARTBEAT_EVERY, SHARED_LEASE};
 pub use owners::liveness;
 use owners::{live_owners, new_owner_id};
 pub use stall::STALL_PATIENCE;
