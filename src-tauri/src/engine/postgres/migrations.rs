@@ -11,7 +11,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
 ];
 
 /// The lock every migrating member takes (an arbitrary key of Gleaner's own).
-const MIGRATION_LOCK: i64 = 0x676c_6561_6e65_72;
+const MIGRATION_LOCK: i64 = 0x0067_6c65_616e_6572;
 
 /// Bring the schema up to date, or say that it is newer than this Gleaner knows (and then
 /// change nothing).
