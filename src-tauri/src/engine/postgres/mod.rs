@@ -213,6 +213,7 @@ pub fn member_name(data_dir: &std::path::Path) -> String {
         .or_else(|_| std::fs::read_to_string("/etc/hostname"))
         .map(|h| h.trim().to_string())
         .unwrap_or_else(|_| "localhost".into());
-    let dir = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+    // Absolute, and the same whether the folder exists yet or not.
+    let dir = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
     format!("{host}:{}", dir.display())
 }

@@ -153,17 +153,21 @@ pub(super) async fn step(
     transaction!(db, |tx| {
         // Each job's statements in order, the jobs' side by side: tokio-postgres pipelines
         // them on the connection, so a group of outcomes costs about one round trip.
-        let settled = futures_util::future::try_join_all(finished.iter().zip(stored).map(
+        let settling = futures_util::future::try_join_all(finished.iter().zip(stored).map(
             |((claimed, finish), stored)| {
                 settle(&tx, (claimed, finish, stored.as_ref()), policy, now)
             },
-        ))
-        .await?;
+        ));
         // Every outcome frees a connection of its host or puts a job back: another member's
-        // worker may have waited for it.
-        if !finished.is_empty() {
-            db.notify(&tx).await?;
-        }
+        // worker may have waited for it. The notice goes out with the outcomes.
+        let notifying = async {
+            if finished.is_empty() {
+                Ok(())
+            } else {
+                db.notify(&tx).await
+            }
+        };
+        let (settled, ()) = futures_util::future::try_join(settling, notifying).await?;
         let claimed = match &args {
             Some(args) => claim_in(&tx, args, now).await?,
             None => Vec::new(),

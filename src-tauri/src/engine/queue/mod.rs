@@ -57,17 +57,15 @@ pub fn open(data_dir: &Path) -> Result<Arc<dyn Queue>> {
 pub fn open_with(data_dir: &Path, database: Option<&str>) -> Result<Arc<dyn Queue>> {
     match database.map(str::trim).filter(|d| !d.is_empty()) {
         Some(url) => {
+            let member = super::postgres::member_name(data_dir);
+            let library = data_dir.join("library");
+            let store = super::postgres::PgStore::open_at(url, &member, Some(&library))?;
+            // Only once the database is known to be good: a wrong address leaves nothing.
             std::fs::create_dir_all(data_dir).map_err(|source| QueueError::DataDir {
                 path: data_dir.to_path_buf(),
                 source,
             })?;
-            let member = super::postgres::member_name(data_dir);
-            let library = data_dir.join("library");
-            Ok(Arc::new(super::postgres::PgStore::open_at(
-                url,
-                &member,
-                Some(&library),
-            )?))
+            Ok(Arc::new(store))
         }
         None => {
             let store = super::sqlite::Store::open(&super::sqlite::db_path(data_dir))?;
