@@ -194,11 +194,18 @@ BEGIN
             v_found := false;
             LOOP
                 -- The batch's next lane: a seek in jobs_lane per host, not a walk of its jobs.
+                -- Two statements, not `v_host IS NULL OR host > v_host`: with the OR, the
+                -- cached plan filters the lane index from its start instead of seeking.
                 v_next := NULL;
-                SELECT j.host INTO v_next FROM jobs j
-                 WHERE j.batch_id = v_bid AND j.status = 'pending'
-                   AND (v_host IS NULL OR j.host > v_host)
-                 ORDER BY j.host LIMIT 1;
+                IF v_host IS NULL THEN
+                    SELECT j.host INTO v_next FROM jobs j
+                     WHERE j.batch_id = v_bid AND j.status = 'pending'
+                     ORDER BY j.host LIMIT 1;
+                ELSE
+                    SELECT j.host INTO v_next FROM jobs j
+                     WHERE j.batch_id = v_bid AND j.status = 'pending' AND j.host > v_host
+                     ORDER BY j.host LIMIT 1;
+                END IF;
                 IF v_next IS NULL THEN
                     EXIT WHEN v_wrapped;
                     v_wrapped := true;

@@ -38,107 +38,167 @@ pub(super) async fn enqueue(
     max_retries: u32,
     now: Millis,
 ) -> Result<(Option<i64>, Vec<Enqueued>)> {
-    transaction!(db, |tx| {
-        let mut batch_id = match joins {
-            Joins::Existing(id) => Some(id),
-            Joins::New { .. } => None,
+    // Tags are kept normalised, so the tag index and the metadata agree.
+    let mut prepared = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        let tags = match &job.reference {
+            Some(r) if !r.tags.is_empty() => normalise(&r.tags),
+            _ => Vec::new(),
         };
-        let mut out = Vec::with_capacity(jobs.len());
-        let mut hosts = std::collections::BTreeSet::new();
-        for job in jobs {
-            let found = tx
-                .query_rows(
-                    "SELECT id, status FROM jobs WHERE url_key = $1",
-                    &[&job.url_key],
-                )
-                .await?;
-            if let Some(row) = found.first() {
-                out.push(Enqueued::Duplicate {
-                    id: row.get(0),
-                    url: job.url.clone(),
-                    status: Status::parse(row.get(1)).unwrap_or(Status::Pending),
-                });
-                continue;
-            }
-            let joined = match (batch_id, joins) {
-                (Some(id), _) | (None, Joins::Existing(id)) => id,
-                (None, Joins::New { name, source }) => {
-                    *batch_id.insert(new_batch(&tx, name, source, now).await?)
+        let meta = match &job.reference {
+            Some(r) if r.tags != tags => Some(serde_json::to_string(&Reference {
+                tags: tags.clone(),
+                ..(**r).clone()
+            })?),
+            Some(r) => Some(serde_json::to_string(r)?),
+            None => None,
+        };
+        prepared.push((meta, tags));
+    }
+    let hosts: Vec<&str> = jobs
+        .iter()
+        .map(|j| j.host.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let keys: Vec<&str> = jobs.iter().map(|j| j.url_key.as_str()).collect();
+    transaction!(db, |tx| {
+        // Known links first, in one read, so that only new ones are inserted (and take ids).
+        let mut known: std::collections::HashMap<String, (i64, Status)> = tx
+            .query_rows(
+                "SELECT url_key, id, status FROM jobs WHERE url_key = ANY($1)",
+                &[&keys],
+            )
+            .await?
+            .iter()
+            .map(|r| {
+                let status = Status::parse(r.get(2)).unwrap_or(Status::Pending);
+                (r.get::<_, String>(0), (r.get::<_, i64>(1), status))
+            })
+            .collect();
+        let mut first = std::collections::HashSet::new();
+        let new: Vec<usize> = (0..jobs.len())
+            .filter(|&i| {
+                !known.contains_key(&jobs[i].url_key) && first.insert(jobs[i].url_key.as_str())
+            })
+            .collect();
+        let batch = match joins {
+            Joins::Existing(id) => Some(id),
+            Joins::New { .. } if new.is_empty() => None,
+            Joins::New { name, source } => Some(new_batch(&tx, name, source, now).await?),
+        };
+        if !new.is_empty() {
+            ensure_hosts(&tx, &hosts).await?;
+        }
+        // Sent together and run in order, so ids follow the input. A link another member
+        // queued in between is passed over (ON CONFLICT) and reported as a duplicate.
+        let retries = max_retries as i32;
+        let (tx, prepared) = (&tx, &prepared);
+        let inserted = futures_util::future::try_join_all(new.iter().map(|&i| async move {
+            let (job, (meta, _)) = (&jobs[i], &prepared[i]);
+            let title = job.reference.as_ref().and_then(|r| r.title.as_deref());
+            tx.query_rows(
+                "INSERT INTO jobs (url, url_key, host, batch_id, status, run_at, max_retries, \
+                     budget_started_at, created_at, updated_at, title, meta) \
+                 VALUES ($1, $2, $3, $4, 'pending', $5, $6, $5, $5, $5, $7, $8::text::jsonb) \
+                 ON CONFLICT (url_key) DO NOTHING RETURNING id",
+                &[
+                    &job.url,
+                    &job.url_key,
+                    &job.host,
+                    &batch,
+                    &now,
+                    &retries,
+                    &title,
+                    meta,
+                ],
+            )
+            .await
+        }))
+        .await?;
+        let mut queued_ids = std::collections::HashMap::new();
+        let mut raced = Vec::new();
+        for (&i, rows) in new.iter().zip(&inserted) {
+            match rows.first() {
+                Some(row) => {
+                    let id: i64 = row.get(0);
+                    queued_ids.insert(i, id);
+                    let tags = &prepared[i].1;
+                    if !tags.is_empty() {
+                        add_tags_in(&tx, id, tags).await?;
+                    }
                 }
-            };
-            let tags = match &job.reference {
-                Some(r) if !r.tags.is_empty() => normalise(&r.tags),
-                _ => Vec::new(),
-            };
-            let meta = match &job.reference {
-                Some(r) if r.tags != tags => Some(serde_json::to_string(&Reference {
-                    tags: tags.clone(),
-                    ..(**r).clone()
-                })?),
-                Some(r) => Some(serde_json::to_string(r)?),
-                None => None,
-            };
-            if hosts.insert(job.host.clone()) {
-                ensure_host(&tx, &job.host).await?;
+                None => raced.push(jobs[i].url_key.as_str()),
             }
-            // A duplicate inside one intake, or another member's enqueue of the same link in
-            // between, is reported as a duplicate, not an error.
-            let inserted = tx
+        }
+        if !raced.is_empty() {
+            for r in tx
                 .query_rows(
-                    "INSERT INTO jobs (url, url_key, host, batch_id, status, run_at, max_retries, \
-                         budget_started_at, created_at, updated_at, title, meta) \
-                     VALUES ($1, $2, $3, $4, 'pending', $5, $6, $5, $5, $5, $7, $8::text::jsonb) \
-                     ON CONFLICT (url_key) DO NOTHING RETURNING id",
-                    &[
-                        &job.url,
-                        &job.url_key,
-                        &job.host,
-                        &joined,
-                        &now,
-                        &(max_retries as i32),
-                        &job.reference.as_ref().and_then(|r| r.title.as_deref()),
-                        &meta,
-                    ],
+                    "SELECT url_key, id, status FROM jobs WHERE url_key = ANY($1)",
+                    &[&raced],
                 )
-                .await?;
-            let Some(id) = inserted.first().map(|r| r.get::<_, i64>(0)) else {
-                let row = tx
-                    .query_rows(
-                        "SELECT id, status FROM jobs WHERE url_key = $1",
-                        &[&job.url_key],
+                .await?
+            {
+                let status = Status::parse(r.get(2)).unwrap_or(Status::Pending);
+                known.insert(r.get(0), (r.get(1), status));
+            }
+        }
+        let mut out = Vec::with_capacity(jobs.len());
+        for (i, job) in jobs.iter().enumerate() {
+            if let Some(&id) = queued_ids.get(&i) {
+                // A later copy of this link in the same intake is its duplicate.
+                known.insert(job.url_key.clone(), (id, Status::Pending));
+                out.push(Enqueued::Queued {
+                    id,
+                    url: job.url.clone(),
+                });
+            } else {
+                let (id, status) = known
+                    .get(&job.url_key)
+                    .copied()
+                    .unwrap_or((0, Status::Pending));
+                out.push(Enqueued::Duplicate {
+                    id,
+                    url: job.url.clone(),
+                    status,
+                });
+            }
+        }
+        let queued = !queued_ids.is_empty();
+        let batch_id = match (joins, batch) {
+            (Joins::Existing(id), _) => {
+                if queued {
+                    // A batch closed as empty by an idle worker goes back in the rotation.
+                    tx.exec(
+                        "UPDATE batches SET open = true WHERE id = $1 AND NOT open",
+                        &[&id],
                     )
                     .await?;
-                if let Some(row) = row.first() {
-                    out.push(Enqueued::Duplicate {
-                        id: row.get(0),
-                        url: job.url.clone(),
-                        status: Status::parse(row.get(1)).unwrap_or(Status::Pending),
-                    });
                 }
-                continue;
-            };
-            if !tags.is_empty() {
-                add_tags_in(&tx, id, &tags).await?;
+                Some(id)
             }
-            out.push(Enqueued::Queued {
-                id,
-                url: job.url.clone(),
-            });
-        }
-        let queued = out.iter().any(|e| matches!(e, Enqueued::Queued { .. }));
+            // Every new link was queued by another member meanwhile: no empty batch is left.
+            (Joins::New { .. }, Some(id)) if !queued => {
+                tx.exec("DELETE FROM batches WHERE id = $1", &[&id]).await?;
+                None
+            }
+            (Joins::New { .. }, made) => made,
+        };
         if queued {
-            // A batch closed as empty by an idle worker goes back in the rotation.
-            if let Joins::Existing(id) = joins {
-                tx.exec(
-                    "UPDATE batches SET open = true WHERE id = $1 AND NOT open",
-                    &[&id],
-                )
-                .await?;
-            }
             db.notify(&tx).await?;
         }
         (batch_id, out)
     })
+}
+
+/// Every host with a job has a row, which the claim locks.
+async fn ensure_hosts(tx: &Transaction<'_>, hosts: &[&str]) -> Result<()> {
+    tx.exec(
+        "INSERT INTO hosts (host) SELECT unnest($1::text[]) ON CONFLICT (host) DO NOTHING",
+        &[&hosts],
+    )
+    .await?;
+    Ok(())
 }
 
 async fn status_locked(tx: &Transaction<'_>, id: i64) -> Result<Option<Status>> {
