@@ -273,13 +273,15 @@ BEGIN
         END LOOP;
         EXIT WHEN NOT v_progress OR v_claimed >= p_max;
     END LOOP;
-    -- Served batches go to the back of the rotation in the order they were served; the rows
-    -- are written in id order, so two claims never wait for each other in a cycle.
+    -- Served batches go to the back of the rotation in the order they were served. A batch
+    -- row another claim is writing is left to it (SKIP LOCKED): waiting for it would make
+    -- every claim of every member take its turn behind the others'.
     IF array_length(v_served, 1) > 0 THEN
         SELECT coalesce(max(served_seq), 0) INTO v_base FROM batches WHERE open;
         UPDATE batches b SET served_seq = v_base + array_position(v_served, b.id),
                lane_after_host = v_after[array_position(v_batches, b.id)]
-         WHERE b.id IN (SELECT s.id FROM unnest(v_served) AS s(id) ORDER BY s.id);
+         WHERE b.id IN (SELECT o.id FROM batches o WHERE o.id = ANY(v_served)
+             ORDER BY o.id FOR UPDATE SKIP LOCKED);
     END IF;
 END
 $$;

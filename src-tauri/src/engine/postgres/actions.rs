@@ -1,7 +1,5 @@
 //! Intake, manual actions (retry, cancel, delete) and the deaths to announce, on PostgreSQL.
 
-use deadpool_postgres::Transaction;
-
 use super::hosts::ensure_host;
 use super::library::add_tags_in;
 use super::rows::{Conn, load_job};
@@ -21,7 +19,7 @@ pub(super) async fn create_batch(db: &Db, name: &str, source: &str, now: Millis)
     transaction!(db, |tx| new_batch(&tx, name, source, now).await?)
 }
 
-async fn new_batch(tx: &Transaction<'_>, name: &str, source: &str, now: Millis) -> Result<i64> {
+async fn new_batch(tx: &impl Conn, name: &str, source: &str, now: Millis) -> Result<i64> {
     let rows = tx
         .query_rows(
             "INSERT INTO batches (name, source, created_at) VALUES ($1, $2, $3) RETURNING id",
@@ -192,7 +190,7 @@ pub(super) async fn enqueue(
 }
 
 /// Every host with a job has a row, which the claim locks.
-async fn ensure_hosts(tx: &Transaction<'_>, hosts: &[&str]) -> Result<()> {
+async fn ensure_hosts(tx: &impl Conn, hosts: &[&str]) -> Result<()> {
     tx.exec(
         "INSERT INTO hosts (host) SELECT unnest($1::text[]) ON CONFLICT (host) DO NOTHING",
         &[&hosts],
@@ -201,14 +199,14 @@ async fn ensure_hosts(tx: &Transaction<'_>, hosts: &[&str]) -> Result<()> {
     Ok(())
 }
 
-async fn status_locked(tx: &Transaction<'_>, id: i64) -> Result<Option<Status>> {
+async fn status_locked(tx: &impl Conn, id: i64) -> Result<Option<Status>> {
     let rows = tx
         .query_rows("SELECT status FROM jobs WHERE id = $1 FOR UPDATE", &[&id])
         .await?;
     Ok(rows.first().and_then(|r| Status::parse(r.get(0))))
 }
 
-async fn revive(tx: &Transaction<'_>, id: i64, max_retries: u32, now: Millis) -> Result<()> {
+async fn revive(tx: &impl Conn, id: i64, max_retries: u32, now: Millis) -> Result<()> {
     tx.exec(
         "INSERT INTO attempt_log (job_id, number, started_at, finished_at, outcome, http_status, \
              worker, stage) \

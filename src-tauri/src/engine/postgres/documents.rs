@@ -6,8 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-use deadpool_postgres::Transaction;
-
 use super::Db;
 use super::rows::Conn;
 use crate::engine::queue::{Result, SharedDocument};
@@ -81,7 +79,7 @@ impl Paths {
     }
 }
 
-pub(super) async fn store_in(tx: &Transaction<'_>, job_id: i64, doc: &Stored) -> Result<()> {
+pub(super) async fn store_in(tx: &impl Conn, job_id: i64, doc: &Stored) -> Result<()> {
     let (pdf_path, pdf) = match &doc.pdf {
         Some((p, b)) => (Some(p.as_str()), Some(b.as_slice())),
         None => (None, None),

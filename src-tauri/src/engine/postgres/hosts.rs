@@ -1,15 +1,13 @@
 //! Hosts, the queue-wide pause, settings, and what a member finds about its own machine
 //! (offline, stalled), on PostgreSQL.
 
-use deadpool_postgres::Transaction;
-
 use super::rows::Conn;
 use super::{Db, transaction};
 use crate::engine::clock::Millis;
 use crate::engine::queue::{HostState, OfflineState, Result, StallKind, StallState, rfc3339};
 
 /// Every host with a job has a row, which the claim locks to count its connections.
-pub(super) async fn ensure_host(tx: &Transaction<'_>, host: &str) -> Result<()> {
+pub(super) async fn ensure_host(tx: &impl Conn, host: &str) -> Result<()> {
     tx.exec(
         "INSERT INTO hosts (host) VALUES ($1) ON CONFLICT (host) DO NOTHING",
         &[&host],

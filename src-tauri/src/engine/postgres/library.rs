@@ -4,7 +4,6 @@
 //! Accents are folded in Gleaner, before the text is stored and in each query, as SQLite's
 //! `remove_diacritics` does, so no server extension is needed.
 
-use deadpool_postgres::Transaction;
 use unicode_normalization::UnicodeNormalization as _;
 
 use super::rows::Conn;
@@ -184,7 +183,7 @@ fn snippet(body: &str, terms: &[Term]) -> String {
 }
 
 /// Write a job's document into the index and the Library list, replacing its older version.
-pub(super) async fn index_in(tx: &Transaction<'_>, job_id: i64, doc: &Indexed) -> Result<()> {
+pub(super) async fn index_in(tx: &impl Conn, job_id: i64, doc: &Indexed) -> Result<()> {
     let authors = serde_json::to_string(&doc.author_list).ok();
     tx.exec(
         "INSERT INTO library (job_id, title, authors_line, body, authors, year, container, kind, \
@@ -215,7 +214,7 @@ pub(super) async fn index_in(tx: &Transaction<'_>, job_id: i64, doc: &Indexed) -
     Ok(())
 }
 
-pub(super) async fn add_tags_in(tx: &Transaction<'_>, job_id: i64, tags: &[String]) -> Result<()> {
+pub(super) async fn add_tags_in(tx: &impl Conn, job_id: i64, tags: &[String]) -> Result<()> {
     for tag in tags {
         tx.exec(
             "INSERT INTO job_tags (tag, job_id, name) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",

@@ -47,7 +47,18 @@ pub(crate) struct Db {
     channel: String,
     /// The address without its password, for sentences.
     described: String,
+    /// Whether the worker's steps commit without waiting for the server's disk (see
+    /// [`STEP_COMMIT_ENV`]).
+    fast_steps: bool,
 }
+
+/// `GLEANER_PG_SYNCHRONOUS_COMMIT=on` makes the worker's steps wait for the server's disk at
+/// each commit, as the server's other transactions do. By default they do not (PostgreSQL's
+/// `synchronous_commit = off` for those transactions alone), as SQLite's queue runs at
+/// `synchronous = NORMAL`: a crash of the server may forget the last fraction of a second of
+/// outcomes and claims, whose jobs are then fetched again; nothing is corrupted, and intake and
+/// manual actions stay durable (docs/ARCHITECTURE.md).
+pub const STEP_COMMIT_ENV: &str = "GLEANER_PG_SYNCHRONOUS_COMMIT";
 
 /// The PostgreSQL queue of one process.
 pub struct PgStore {
@@ -121,6 +132,7 @@ impl PgStore {
                 member: member.to_string(),
                 channel: String::new(),
                 described,
+                fast_steps: std::env::var(STEP_COMMIT_ENV).map_or(true, |v| v.trim() != "on"),
             },
             rt: Some(rt),
             paths: documents::Paths {
@@ -187,9 +199,9 @@ impl Db {
     }
 
     /// Wake every member's worker when this transaction commits.
-    async fn notify(&self, tx: &deadpool_postgres::Transaction<'_>) -> Result<()> {
-        let stmt = tx.prepare_cached("SELECT pg_notify($1, '')").await?;
-        tx.execute(&stmt, &[&self.channel]).await?;
+    async fn notify(&self, tx: &impl rows::Conn) -> Result<()> {
+        tx.exec("SELECT pg_notify($1, '')", &[&self.channel])
+            .await?;
         Ok(())
     }
 }

@@ -2,8 +2,6 @@
 //! put-backs, and the attempt history. The same statements as SQLite's `outcomes.rs` and
 //! `stages.rs`, in PostgreSQL's dialect.
 
-use deadpool_postgres::Transaction;
-
 use super::library::index_in;
 use super::rows::{Conn, JOB_COLUMNS, job_from_row, load_job, status_of};
 use crate::engine::clock::Millis;
@@ -63,7 +61,7 @@ fn meta_json(r: Option<&crate::engine::queue::Reference>) -> Option<String> {
 
 /// Record a success if the job is still this worker's; whether it was.
 pub(super) async fn complete_in(
-    tx: &Transaction<'_>,
+    tx: &impl Conn,
     claimed: &Claimed,
     success: &Success,
     policy: &Policy,
@@ -131,7 +129,7 @@ impl PutBack {
 }
 
 pub(super) async fn put_back_in(
-    tx: &Transaction<'_>,
+    tx: &impl Conn,
     claimed: &Claimed,
     failure: &Failure,
     now: Millis,
@@ -167,7 +165,7 @@ pub(super) async fn put_back_in(
 }
 
 pub(super) async fn fail_in(
-    tx: &Transaction<'_>,
+    tx: &impl Conn,
     claimed: &Claimed,
     failure: &Failure,
     policy: &Policy,
@@ -212,7 +210,7 @@ pub(super) async fn fail_in(
 
 /// A stage done: on to the next one, due now, in the next request's host's lane.
 pub(super) async fn next_in(
-    tx: &Transaction<'_>,
+    tx: &impl Conn,
     claimed: &Claimed,
     next: &Next,
     now: Millis,
@@ -260,7 +258,7 @@ pub(super) async fn next_in(
 
 /// Done with what an earlier stage saved, the attempt recorded as the failure it was.
 pub(super) async fn kept_in(
-    tx: &Transaction<'_>,
+    tx: &impl Conn,
     claimed: &Claimed,
     failure: &Failure,
     now: Millis,
@@ -290,7 +288,7 @@ pub(super) async fn kept_in(
 
 /// Whether this failure would end the job dead under the budget in force.
 pub(super) async fn would_die(
-    tx: &Transaction<'_>,
+    tx: &impl Conn,
     claimed: &Claimed,
     failure: &Failure,
     policy: &Policy,
@@ -311,7 +309,7 @@ pub(super) async fn would_die(
 }
 
 /// Successes after a rate limit win back one connection per [`RECOVERY_STREAK`].
-async fn record_host_success(tx: &Transaction<'_>, host: &str, per_host: u32) -> Result<()> {
+async fn record_host_success(tx: &impl Conn, host: &str, per_host: u32) -> Result<()> {
     tx.exec(
         "UPDATE hosts SET \
              concurrency_limit = CASE WHEN success_streak + 1 < $3 THEN concurrency_limit \
@@ -364,7 +362,7 @@ fn kind_str(kind: FailureKind) -> String {
 
 /// Write an ended attempt's row; a `late` result replaces the row its cancel or recovery wrote.
 pub(super) async fn end_attempt(
-    tx: &Transaction<'_>,
+    tx: &impl Conn,
     at: &AttemptRef<'_>,
     now: Millis,
     end: &AttemptEnd<'_>,
@@ -418,7 +416,7 @@ pub(super) async fn end_attempt(
 
 /// The shared tail of a failed attempt: counters, decision, job row, attempt row, host pause.
 pub(super) async fn apply_failure(
-    tx: &Transaction<'_>,
+    tx: &impl Conn,
     job: &Job,
     attempt: Option<&AttemptRef<'_>>,
     failure: &Failure,

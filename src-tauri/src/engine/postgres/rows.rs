@@ -75,9 +75,14 @@ pub(super) fn job_from_row(row: &Row) -> Job {
 pub(super) trait Conn: Sync {
     async fn query_rows(&self, sql: &str, args: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>>;
     async fn exec(&self, sql: &str, args: &[&(dyn ToSql + Sync)]) -> Result<u64>;
+    /// Statements without parameters, in the simple protocol (`BEGIN`, `SET LOCAL`).
+    async fn batch(&self, sql: &str) -> Result<()>;
 }
 
 impl Conn for deadpool_postgres::Transaction<'_> {
+    async fn batch(&self, sql: &str) -> Result<()> {
+        Ok(self.batch_execute(sql).await?)
+    }
     async fn query_rows(&self, sql: &str, args: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
         let stmt = self.prepare_cached(sql).await?;
         Ok(self.query(&stmt, args).await?)
@@ -89,6 +94,9 @@ impl Conn for deadpool_postgres::Transaction<'_> {
 }
 
 impl Conn for deadpool_postgres::Object {
+    async fn batch(&self, sql: &str) -> Result<()> {
+        Ok(self.batch_execute(sql).await?)
+    }
     async fn query_rows(&self, sql: &str, args: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
         let stmt = self.prepare_cached(sql).await?;
         Ok(self.query(&stmt, args).await?)
@@ -116,4 +124,16 @@ pub(super) async fn status_of(c: &impl Conn, id: i64) -> Result<Option<Status>> 
         .query_rows("SELECT status FROM jobs WHERE id = $1", &[&id])
         .await?;
     Ok(rows.first().and_then(|r| Status::parse(r.get(0))))
+}
+
+impl<T: Conn> Conn for &T {
+    async fn query_rows(&self, sql: &str, args: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        (**self).query_rows(sql, args).await
+    }
+    async fn exec(&self, sql: &str, args: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        (**self).exec(sql, args).await
+    }
+    async fn batch(&self, sql: &str) -> Result<()> {
+        (**self).batch(sql).await
+    }
 }

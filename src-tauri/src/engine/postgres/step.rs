@@ -1,8 +1,6 @@
 //! The worker's steps on PostgreSQL: the group commit with its claim, the heartbeat, recovery
 //! of jobs whose worker is gone, and put-backs.
 
-use deadpool_postgres::Transaction;
-
 use super::documents::{Stored, store_in};
 use super::outcomes::{
     AttemptRef, PutBack, apply_failure, complete_in, fail_in, kept_in, next_in, put_back_in,
@@ -26,7 +24,7 @@ fn done_or_discarded(held: bool) -> Settled {
 
 /// What a finished job's outcome asks others to notice: a freed slot or a job due again.
 async fn settle(
-    tx: &Transaction<'_>,
+    tx: &impl Conn,
     (claimed, finish, stored): (&Claimed, &Finish, Option<&Stored>),
     policy: &Policy,
     now: Millis,
@@ -40,7 +38,7 @@ async fn settle(
 }
 
 async fn settle_row(
-    tx: &Transaction<'_>,
+    tx: &impl Conn,
     claimed: &Claimed,
     finish: &Finish,
     policy: &Policy,
@@ -99,7 +97,7 @@ impl ClaimArgs {
 const CLAIM_SQL: &str = "SELECT c_id, c_url, c_host, c_attempts, c_meta, c_stage, c_target, \
          c_document, c_throttled FROM gleaner_claim($1, $2, $3, $4, $5, $6::text::jsonb)";
 
-async fn claim_in(tx: &Transaction<'_>, args: &ClaimArgs, now: Millis) -> Result<Vec<Claimed>> {
+async fn claim_in(tx: &impl Conn, args: &ClaimArgs, now: Millis) -> Result<Vec<Claimed>> {
     let rows = tx
         .query_rows(
             CLAIM_SQL,
@@ -150,30 +148,57 @@ pub(super) async fn step(
     claim: Option<&ClaimRequest<'_>>,
 ) -> Result<(Vec<Settled>, Vec<Claimed>)> {
     let args = claim.filter(|r| r.max > 0).map(|r| ClaimArgs::of(r, now));
-    transaction!(db, |tx| {
-        // Each job's statements in order, the jobs' side by side: tokio-postgres pipelines
-        // them on the connection, so a group of outcomes costs about one round trip.
-        let settling = futures_util::future::try_join_all(finished.iter().zip(stored).map(
-            |((claimed, finish), stored)| {
-                settle(&tx, (claimed, finish, stored.as_ref()), policy, now)
-            },
-        ));
-        // Every outcome frees a connection of its host or puts a job back: another member's
-        // worker may have waited for it. The notice goes out with the outcomes.
-        let notifying = async {
-            if finished.is_empty() {
-                Ok(())
-            } else {
-                db.notify(&tx).await
-            }
-        };
-        let (settled, ()) = futures_util::future::try_join(settling, notifying).await?;
-        let claimed = match &args {
-            Some(args) => claim_in(&tx, args, now).await?,
-            None => Vec::new(),
-        };
-        (settled, claimed)
-    })
+    let client = db.client().await?;
+    let out = step_on(db, &client, finished, stored, policy, now, args.as_ref()).await;
+    if out.is_err() {
+        // The connection goes back to the pool: out of the transaction (a broken one is
+        // dropped by the pool when it cannot be recycled).
+        let _ = client.batch("ROLLBACK").await;
+    }
+    out
+}
+
+/// The step's transaction, sent in two round trips: `BEGIN` with the outcomes and the wake-up
+/// notice (each job's statements in order, the jobs' side by side: tokio-postgres pipelines
+/// them on the connection), then the claim, which must count the slots the outcomes freed,
+/// with `COMMIT` behind it. A claim that fails turns that `COMMIT` into a rollback.
+async fn step_on(
+    db: &Db,
+    c: &deadpool_postgres::Object,
+    finished: &[(Claimed, Finish)],
+    stored: &[Option<Stored>],
+    policy: &Policy,
+    now: Millis,
+    args: Option<&ClaimArgs>,
+) -> Result<(Vec<Settled>, Vec<Claimed>)> {
+    let begin = async {
+        c.batch("BEGIN").await?;
+        if db.fast_steps {
+            c.batch("SET LOCAL synchronous_commit = off").await?;
+        }
+        Ok::<(), crate::engine::queue::QueueError>(())
+    };
+    let settling = futures_util::future::try_join_all(finished.iter().zip(stored).map(
+        |((claimed, finish), stored)| settle(c, (claimed, finish, stored.as_ref()), policy, now),
+    ));
+    // Every outcome frees a connection of its host or puts a job back: another member's
+    // worker may have waited for it.
+    let notifying = async {
+        if finished.is_empty() {
+            Ok(())
+        } else {
+            db.notify(c).await
+        }
+    };
+    let ((), settled, ()) = futures_util::future::try_join3(begin, settling, notifying).await?;
+    let claiming = async {
+        match args {
+            Some(args) => claim_in(c, args, now).await,
+            None => Ok(Vec::new()),
+        }
+    };
+    let (claimed, ()) = futures_util::future::try_join(claiming, c.batch("COMMIT")).await?;
+    Ok((settled, claimed))
 }
 
 pub(super) async fn refresh(db: &Db, owner: &str, lease_until: Millis) -> Result<u64> {
