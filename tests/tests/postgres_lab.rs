@@ -386,6 +386,31 @@ fn an_export_from_any_member_holds_every_document_and_pull_fills_its_folder() {
         "{}",
         stdout(&again)
     );
+    // The PDF limit is the lab's: set on one member, read on another.
+    let shown = |m: &Member| stdout(&m.run(&["library", "pdf-limit"]));
+    assert!(
+        shown(reader).contains("up to 26214400 bytes"),
+        "{}",
+        shown(reader)
+    );
+    assert!(
+        reader
+            .run(&["library", "pdf-limit", "1MiB"])
+            .status
+            .success()
+    );
+    assert!(
+        shown(&members[0]).contains("up to 1048576 bytes"),
+        "{}",
+        shown(&members[0])
+    );
+    let alone = Sandbox::new().run(&["library", "pdf-limit"]);
+    assert!(!alone.status.success());
+    assert!(
+        stderr(&alone).contains("shared database"),
+        "{}",
+        stderr(&alone)
+    );
     // The reader's own folder now serves the export.
     let out = reader.run(&["export", "--format", "bibtex"]);
     assert!(out.status.success(), "{}", stderr(&out));

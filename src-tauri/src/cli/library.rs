@@ -169,3 +169,26 @@ fn inside(root: &std::path::Path, relative: &str) -> Option<PathBuf> {
     let plain = rel.components().all(|c| matches!(c, Component::Normal(_)));
     (plain && rel.components().next().is_some()).then(|| root.join(rel))
 }
+
+/// Show or set the largest PDF the shared library keeps in the database.
+pub fn pdf_limit(store: &dyn Queue, size: Option<u64>) -> anyhow::Result<ExitCode> {
+    use crate::engine::postgres::{PDF_MAX_DEFAULT, PDF_MAX_SETTING};
+    if !store.shared() {
+        anyhow::bail!(
+            "the library is this data folder's alone: the PDF limit applies to a shared database (--database)"
+        );
+    }
+    if let Some(bytes) = size {
+        store.set_setting(PDF_MAX_SETTING, &bytes.to_string())?;
+        println!(
+            "PDFs up to {bytes} bytes are shared from now on (each machine reads it when it starts)"
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let current = store
+        .setting(PDF_MAX_SETTING)?
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(PDF_MAX_DEFAULT);
+    println!("PDFs up to {current} bytes are shared");
+    Ok(ExitCode::SUCCESS)
+}

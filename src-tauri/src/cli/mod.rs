@@ -220,6 +220,12 @@ pub enum LibraryCommand {
     /// Write the shared library's documents this machine lacks into its library folder
     /// (with --database: the ones other machines fetched).
     Pull,
+    /// With --database: the largest PDF kept in the database for the other machines (shown,
+    /// or set for every machine: e.g. 50MiB; 0 shares no PDF).
+    PdfLimit {
+        #[arg(value_parser = parse_size, value_name = "SIZE")]
+        size: Option<u64>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -591,6 +597,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Library {
             command: LibraryCommand::Pull,
         } => library::pull(&*store, &Library::new(data_dir.join("library"))),
+        Command::Library {
+            command: LibraryCommand::PdfLimit { size },
+        } => library::pdf_limit(&*store, size),
         Command::Run { until_idle } => run_worker(store, &data_dir, cli.policy.clone(), until_idle),
         Command::Stats { json } => stats(&*store, json, now),
         Command::Jobs { command } => jobs::jobs(&*store, &policy, command, now),

@@ -11,9 +11,9 @@ use super::rows::Conn;
 use crate::engine::queue::{Result, SharedDocument};
 
 /// The setting that caps the PDFs kept in the database, in bytes.
-pub(super) const PDF_MAX_SETTING: &str = "shared_pdf_max_bytes";
+pub const PDF_MAX_SETTING: &str = "shared_pdf_max_bytes";
 /// Its value when never set: most papers fit, a scanned book does not.
-pub(super) const PDF_MAX_DEFAULT: u64 = 25 * 1024 * 1024;
+pub const PDF_MAX_DEFAULT: u64 = 25 * 1024 * 1024;
 
 /// A document about to be stored with its job's success.
 #[derive(Debug, Clone)]

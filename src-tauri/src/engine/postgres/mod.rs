@@ -32,6 +32,7 @@ mod step;
 pub mod testing;
 
 pub use connect::{describe_url, is_postgres_url};
+pub use documents::{PDF_MAX_DEFAULT, PDF_MAX_SETTING};
 
 /// Connections a process keeps: the worker's steps, the window's reads and a heartbeat.
 const POOL_SIZE: usize = 8;
