@@ -50,6 +50,9 @@ test_packages=(
   # The offline test takes the network away in a namespace (unshare) and brings it back (ip).
   util-linux
   iproute2
+  # The PostgreSQL backend's tests run against a real server (scripts/postgres-for-tests.sh
+  # starts a throwaway one from Debian's binaries).
+  postgresql
 )
 
 missing=()

@@ -779,6 +779,7 @@ $('open-settings').addEventListener('click', async () => {
     $('s-pubmed').value = s.pubmed;
     $('s-wayback').value = s.wayback;
     $('s-wayback-fallback').checked = Boolean(s.wayback_fallback);
+    $('s-database').value = s.database ?? '';
     $('settings-error').textContent = '';
     dialog.showModal();
     fields.base_delay_secs.focus();
@@ -799,6 +800,7 @@ $('settings-save').addEventListener('click', async () => {
     pubmed: $('s-pubmed').value.trim(),
     wayback: $('s-wayback').value.trim(),
     wayback_fallback: $('s-wayback-fallback').checked,
+    database: $('s-database').value.trim(),
   };
   for (const [key, input] of Object.entries(fields)) {
     const n = Number(input.value);

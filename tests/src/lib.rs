@@ -2,6 +2,7 @@
 //! run the real `gleaner` binary against a private data folder.
 
 pub mod desktop;
+pub mod proxy;
 pub mod scholarly;
 pub mod server;
 
@@ -24,6 +25,57 @@ pub fn gleaner_bin() -> PathBuf {
         bin.display()
     );
     bin
+}
+
+/// The queue backends the engine's tests run on: each such test runs once on each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub const ALL: [Backend; 2] = [Backend::Sqlite, Backend::Postgres];
+
+    /// A new, empty queue of this kind, and the data folder that goes with it (its library
+    /// is `library/` there): SQLite in the folder, or PostgreSQL in a schema of its own on
+    /// the test server (`GLEANER_TEST_DATABASE_URL`; scripts/test.sh starts one).
+    pub fn open(
+        self,
+    ) -> (
+        tempfile::TempDir,
+        std::sync::Arc<dyn gleaner::engine::queue::Queue>,
+    ) {
+        let dir = tempfile::tempdir().expect("temp data dir");
+        let database = match self {
+            Backend::Sqlite => None,
+            Backend::Postgres => Some(gleaner::engine::postgres::testing::fresh_database_url()),
+        };
+        let queue = gleaner::engine::queue::open_with(dir.path(), database.as_deref())
+            .unwrap_or_else(|e| panic!("{self:?} queue: {e}"));
+        (dir, queue)
+    }
+
+    /// As [`Backend::open`], with two connections to the one queue, as two processes have.
+    pub fn open_twice(
+        self,
+    ) -> (
+        tempfile::TempDir,
+        std::sync::Arc<dyn gleaner::engine::queue::Queue>,
+        std::sync::Arc<dyn gleaner::engine::queue::Queue>,
+    ) {
+        let dir = tempfile::tempdir().expect("temp data dir");
+        let database = match self {
+            Backend::Sqlite => None,
+            Backend::Postgres => Some(gleaner::engine::postgres::testing::fresh_database_url()),
+        };
+        let open = || {
+            gleaner::engine::queue::open_with(dir.path(), database.as_deref())
+                .unwrap_or_else(|e| panic!("{self:?} queue: {e}"))
+        };
+        let (a, b) = (open(), open());
+        (dir, a, b)
+    }
 }
 
 /// A throwaway data folder and a way to run the CLI against it.

@@ -1,5 +1,6 @@
 //! Claiming under real time: two workers in one process, per-host connection limits, and a
-//! host-wide pause after a rate-limit response, observed from the server's side.
+//! host-wide pause after a rate-limit response, observed from the server's side. Each test
+//! runs on every backend.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -8,9 +9,9 @@ use gleaner::engine::clock::SystemClock;
 use gleaner::engine::intake;
 use gleaner::engine::library::Library;
 use gleaner::engine::policy::Policy;
-use gleaner::engine::queue::Status;
-use gleaner::engine::sqlite::Store;
+use gleaner::engine::queue::{Queue, Status};
 use gleaner::engine::worker::{RunMode, Worker};
+use gleaner_tests::Backend;
 use gleaner_tests::server::{Behavior, FaultServer};
 
 fn now_ms() -> i64 {
@@ -20,7 +21,7 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-fn enqueue(store: &Store, urls: &[String]) {
+fn enqueue(store: &dyn Queue, urls: &[String]) {
     let jobs: Vec<_> = intake::scan_args(urls)
         .iter()
         .filter_map(|f| f.as_new_job())
@@ -29,7 +30,7 @@ fn enqueue(store: &Store, urls: &[String]) {
     store.enqueue(None, &jobs, 5, now_ms()).expect("enqueue");
 }
 
-fn worker(store: Arc<Store>, dir: &std::path::Path, policy: Policy) -> Arc<Worker> {
+fn worker(store: Arc<dyn Queue>, dir: &std::path::Path, policy: Policy) -> Arc<Worker> {
     Worker::new(
         store,
         Arc::new(SystemClock),
@@ -75,13 +76,16 @@ async fn drain(workers: &[Arc<Worker>]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_workers_in_one_process_never_share_a_job() {
+    for backend in Backend::ALL {
+        two_workers_in_one_process_never_share_a_job_on(backend).await;
+    }
+}
+
+async fn two_workers_in_one_process_never_share_a_job_on(backend: Backend) {
     let server = FaultServer::start();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("gleaner.db");
-    let a = Arc::new(Store::open(&path).expect("store a"));
-    let b = Arc::new(Store::open(&path).expect("store b"));
+    let (dir, a, b) = backend.open_twice();
     let urls: Vec<String> = (0..400).map(|i| server.url(&format!("/ok/{i}"))).collect();
-    enqueue(&a, &urls);
+    enqueue(&*a, &urls);
     let policy = Policy {
         concurrency: 4,
         per_host: 8,
@@ -95,14 +99,18 @@ async fn two_workers_in_one_process_never_share_a_job() {
         assert_eq!(server.completions(&format!("/ok/{i}")), 1);
     }
     assert_eq!(a.stats(now_ms()).expect("stats").done, 400);
-    let conn = rusqlite::Connection::open(&path).expect("open");
-    let share = |owner: &str| -> i64 {
-        conn.query_row(
-            "SELECT count(*) FROM attempts WHERE worker = ?1",
-            [owner],
-            |r| r.get(0),
-        )
-        .expect("count")
+    let workers: Vec<Option<String>> = a
+        .list_jobs(&Default::default())
+        .expect("jobs")
+        .iter()
+        .flat_map(|j| a.attempts(j.id).expect("attempts"))
+        .map(|attempt| attempt.worker)
+        .collect();
+    let share = |owner: &str| {
+        workers
+            .iter()
+            .filter(|w| w.as_deref() == Some(owner))
+            .count()
     };
     assert!(
         share(wa.owner()) > 0 && share(wb.owner()) > 0,
@@ -113,16 +121,21 @@ async fn two_workers_in_one_process_never_share_a_job() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_most_per_host_connections_while_other_hosts_proceed() {
+    for backend in Backend::ALL {
+        at_most_per_host_connections_while_other_hosts_proceed_on(backend).await;
+    }
+}
+
+async fn at_most_per_host_connections_while_other_hosts_proceed_on(backend: Backend) {
     let slow = FaultServer::start();
     let other = FaultServer::start_on("127.0.0.2");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = Arc::new(Store::open(&dir.path().join("gleaner.db")).expect("store"));
+    let (dir, store) = backend.open();
     let slow_urls: Vec<String> = (0..40)
         .map(|i| slow.url(&format!("/hold/300/{i}")))
         .collect();
     let other_urls: Vec<String> = (0..10).map(|i| other.url(&format!("/ok/{i}"))).collect();
-    enqueue(&store, &slow_urls);
-    enqueue(&store, &other_urls);
+    enqueue(&*store, &slow_urls);
+    enqueue(&*store, &other_urls);
     let w = worker(
         store.clone(),
         dir.path(),
@@ -159,9 +172,14 @@ async fn at_most_per_host_connections_while_other_hosts_proceed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_503_with_retry_after_pauses_the_whole_host() {
+    for backend in Backend::ALL {
+        a_503_with_retry_after_pauses_the_whole_host_on(backend).await;
+    }
+}
+
+async fn a_503_with_retry_after_pauses_the_whole_host_on(backend: Backend) {
     let server = FaultServer::start();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = Arc::new(Store::open(&dir.path().join("gleaner.db")).expect("store"));
+    let (dir, store) = backend.open();
     server.script(
         "/ok/0",
         vec![Behavior::Respond {
@@ -171,7 +189,7 @@ async fn a_503_with_retry_after_pauses_the_whole_host() {
         }],
     );
     let urls: Vec<String> = (0..10).map(|i| server.url(&format!("/ok/{i}"))).collect();
-    enqueue(&store, &urls);
+    enqueue(&*store, &urls);
     let policy = Policy {
         base_delay: Duration::from_millis(100),
         concurrency: 1,
@@ -201,9 +219,14 @@ async fn a_503_with_retry_after_pauses_the_whole_host() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_small_batch_is_not_stuck_behind_a_big_one() {
+    for backend in Backend::ALL {
+        a_small_batch_is_not_stuck_behind_a_big_one_on(backend).await;
+    }
+}
+
+async fn a_small_batch_is_not_stuck_behind_a_big_one_on(backend: Backend) {
     let server = FaultServer::start();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = Arc::new(Store::open(&dir.path().join("gleaner.db")).expect("store"));
+    let (dir, store) = backend.open();
     let big: Vec<String> = (0..1000)
         .map(|i| server.url(&format!("/ok/a{i}")))
         .collect();

@@ -1,21 +1,20 @@
 //! The worker loop against the fault server, with an injected clock: backoff never blocks the
-//! other jobs, and nothing sleeps through a real 60 s.
+//! other jobs, and nothing sleeps through a real 60 s. Each test runs on every backend.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gleaner::engine::clock::{Clock, ManualClock};
 use gleaner::engine::intake;
 use gleaner::engine::library::Library;
 use gleaner::engine::policy::Policy;
-use gleaner::engine::queue::Status;
-use gleaner::engine::sqlite::Store;
+use gleaner::engine::queue::{Queue, Status};
 use gleaner::engine::worker::{RunMode, Worker};
+use gleaner_tests::Backend;
 use gleaner_tests::server::{Behavior, FaultServer};
 
 const T0: i64 = 1_800_000_000_000;
 
-fn enqueue(store: &Store, urls: &[String], now: i64) -> Vec<i64> {
+fn enqueue(store: &dyn Queue, urls: &[String], now: i64) -> Vec<i64> {
     let jobs: Vec<_> = intake::scan_args(urls)
         .iter()
         .filter_map(|f| f.as_new_job())
@@ -42,9 +41,14 @@ async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backing_off_job_does_not_block_the_others() {
+    for backend in Backend::ALL {
+        a_backing_off_job_does_not_block_the_others_on(backend).await;
+    }
+}
+
+async fn a_backing_off_job_does_not_block_the_others_on(backend: Backend) {
     let server = FaultServer::start();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = Arc::new(Store::open(&dir.path().join("gleaner.db")).expect("store"));
+    let (dir, store) = backend.open();
     let clock = ManualClock::new(T0);
     let policy = Policy {
         base_delay: Duration::from_secs(60),
@@ -54,11 +58,11 @@ async fn a_backing_off_job_does_not_block_the_others() {
     };
     // A fails once with a 500 (no host pause), then succeeds.
     server.script("/ok/a", vec![Behavior::Status(500)]);
-    let a = enqueue(&store, &[server.url("/ok/a")], T0)[0];
+    let a = enqueue(&*store, &[server.url("/ok/a")], T0)[0];
     let others: Vec<String> = (b'b'..=b'k')
         .map(|c| server.url(&format!("/ok/{}", c as char)))
         .collect();
-    let other_ids = enqueue(&store, &others, T0);
+    let other_ids = enqueue(&*store, &others, T0);
 
     let worker = Worker::new(
         store.clone(),
@@ -118,9 +122,14 @@ async fn a_backing_off_job_does_not_block_the_others() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rate_limited_host_is_paused_for_every_job_on_it() {
+    for backend in Backend::ALL {
+        a_rate_limited_host_is_paused_for_every_job_on_it_on(backend).await;
+    }
+}
+
+async fn a_rate_limited_host_is_paused_for_every_job_on_it_on(backend: Backend) {
     let server = FaultServer::start();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = Arc::new(Store::open(&dir.path().join("gleaner.db")).expect("store"));
+    let (dir, store) = backend.open();
     let clock = ManualClock::new(T0);
     let policy = Policy {
         jitter: 0.0,
@@ -136,7 +145,7 @@ async fn a_rate_limited_host_is_paused_for_every_job_on_it() {
         }],
     );
     let ids = enqueue(
-        &store,
+        &*store,
         &[
             server.url("/ok/first"),
             server.url("/ok/second"),
@@ -181,12 +190,17 @@ async fn a_rate_limited_host_is_paused_for_every_job_on_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn until_idle_returns_once_everything_is_settled() {
+    for backend in Backend::ALL {
+        until_idle_returns_once_everything_is_settled_on(backend).await;
+    }
+}
+
+async fn until_idle_returns_once_everything_is_settled_on(backend: Backend) {
     let server = FaultServer::start();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = Arc::new(Store::open(&dir.path().join("gleaner.db")).expect("store"));
+    let (dir, store) = backend.open();
     let clock = ManualClock::new(T0);
     let ids = enqueue(
-        &store,
+        &*store,
         &[server.url("/ok/1"), server.url("/status/404")],
         T0,
     );

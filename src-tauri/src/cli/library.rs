@@ -117,3 +117,78 @@ pub fn reindex(store: &dyn Queue, library: &Library) -> anyhow::Result<ExitCode>
     );
     Ok(ExitCode::SUCCESS)
 }
+
+/// Documents asked of the database per round of a pull.
+const PULL_BATCH: u32 = 100;
+
+/// Write the shared library's documents (and PDFs) that this member's folder lacks.
+pub fn pull(store: &dyn Queue, library: &Library) -> anyhow::Result<ExitCode> {
+    let (mut written, mut present, mut after) = (0u64, 0u64, 0i64);
+    loop {
+        let docs = store.shared_documents(after, PULL_BATCH)?;
+        let Some(last) = docs.last() else { break };
+        after = last.job_id;
+        for doc in &docs {
+            let files = std::iter::once((doc.path.as_str(), doc.content.as_slice()))
+                .chain(doc.pdf.as_ref().map(|(p, b)| (p.as_str(), b.as_slice())));
+            for (relative, bytes) in files {
+                let Some(path) = inside(library.root(), relative) else {
+                    eprintln!(
+                        "job {}: {} is not a path inside the library; skipped",
+                        doc.job_id,
+                        printable(relative)
+                    );
+                    continue;
+                };
+                if path.exists() {
+                    present += 1;
+                    continue;
+                }
+                let dir = path.parent().unwrap_or(library.root());
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot make {}", dir.display()))?;
+                crate::engine::library::write_atomic(dir, &path, bytes)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                written += 1;
+            }
+        }
+    }
+    println!(
+        "pulled {written} file{} into {}; {present} already there",
+        if written == 1 { "" } else { "s" },
+        library.root().display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `relative` under `root`, if it names a file inside it: a path from the database is not
+/// trusted to stay in the library (no root, no `..`).
+fn inside(root: &std::path::Path, relative: &str) -> Option<PathBuf> {
+    use std::path::Component;
+    let rel = std::path::Path::new(relative);
+    let plain = rel.components().all(|c| matches!(c, Component::Normal(_)));
+    (plain && rel.components().next().is_some()).then(|| root.join(rel))
+}
+
+/// Show or set the largest PDF the shared library keeps in the database.
+pub fn pdf_limit(store: &dyn Queue, size: Option<u64>) -> anyhow::Result<ExitCode> {
+    use crate::engine::postgres::{PDF_MAX_DEFAULT, PDF_MAX_SETTING};
+    if !store.shared() {
+        anyhow::bail!(
+            "the library is this data folder's alone: the PDF limit applies to a shared database (--database)"
+        );
+    }
+    if let Some(bytes) = size {
+        store.set_setting(PDF_MAX_SETTING, &bytes.to_string())?;
+        println!(
+            "PDFs up to {bytes} bytes are shared from now on (each machine reads it when it starts)"
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let current = store
+        .setting(PDF_MAX_SETTING)?
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(PDF_MAX_DEFAULT);
+    println!("PDFs up to {current} bytes are shared");
+    Ok(ExitCode::SUCCESS)
+}

@@ -39,6 +39,17 @@ pub struct Cli {
     #[arg(long, env = "GLEANER_DATA_DIR", global = true, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
 
+    /// A PostgreSQL database to keep the queue and the library in, shared with other machines
+    /// (postgres://user:password@host:5432/gleaner) [default: SQLite in the data folder].
+    #[arg(
+        long,
+        env = "GLEANER_DATABASE_URL",
+        global = true,
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub database: Option<String>,
+
     #[command(flatten)]
     pub policy: PolicyFlags,
 
@@ -206,6 +217,15 @@ pub enum Command {
 pub enum LibraryCommand {
     /// Rebuild the search index from the documents in the library folder.
     Reindex,
+    /// Write the shared library's documents this machine lacks into its library folder
+    /// (with --database: the ones other machines fetched).
+    Pull,
+    /// With --database: the largest PDF kept in the database for the other machines (shown,
+    /// or set for every machine: e.g. 50MiB; 0 shares no PDF).
+    PdfLimit {
+        #[arg(value_parser = parse_size, value_name = "SIZE")]
+        size: Option<u64>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -488,6 +508,19 @@ impl std::io::Write for RedactedStderr {
     }
 }
 
+/// The queue this process works on, or one sentence saying why it cannot be had.
+pub fn open_queue(
+    data_dir: &std::path::Path,
+    database: Option<&str>,
+) -> anyhow::Result<std::sync::Arc<dyn queue::Queue>> {
+    match database.filter(|d| !d.trim().is_empty()) {
+        // The error names the database (without its password) itself.
+        Some(url) => Ok(queue::open_with(data_dir, Some(url))?),
+        None => queue::open(data_dir)
+            .with_context(|| format!("cannot open the queue in {}", data_dir.display())),
+    }
+}
+
 fn init_tracing() {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("GLEANER_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
@@ -502,11 +535,10 @@ fn init_tracing() {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
     let Some(command) = cli.command else {
-        crate::desktop::run(data_dir)?;
+        crate::desktop::run(data_dir, cli.database.clone())?;
         return Ok(ExitCode::SUCCESS);
     };
-    let store = queue::open(&data_dir)
-        .with_context(|| format!("cannot open the queue in {}", data_dir.display()))?;
+    let store = open_queue(&data_dir, cli.database.as_deref())?;
     let policy = cli.policy.apply(store.load_policy()?);
     if let Err(e) = policy.check() {
         use clap::CommandFactory as _;
@@ -562,6 +594,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Library {
             command: LibraryCommand::Reindex,
         } => library::reindex(&*store, &Library::new(data_dir.join("library"))),
+        Command::Library {
+            command: LibraryCommand::Pull,
+        } => library::pull(&*store, &Library::new(data_dir.join("library"))),
+        Command::Library {
+            command: LibraryCommand::PdfLimit { size },
+        } => library::pdf_limit(&*store, size),
         Command::Run { until_idle } => run_worker(store, &data_dir, cli.policy.clone(), until_idle),
         Command::Stats { json } => stats(&*store, json, now),
         Command::Jobs { command } => jobs::jobs(&*store, &policy, command, now),

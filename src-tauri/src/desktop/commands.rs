@@ -538,6 +538,10 @@ pub struct Settings {
     pub wayback: String,
     /// A gone link asks the Wayback Machine for an archived copy.
     pub wayback_fallback: bool,
+    /// The shared PostgreSQL database this machine uses from its next start (its password
+    /// masked); empty for the data folder's own queue.
+    #[serde(default)]
+    pub database: String,
 }
 
 impl Settings {
@@ -563,6 +567,7 @@ impl Settings {
             pubmed: p.services.pubmed.clone(),
             wayback: p.services.wayback.clone(),
             wayback_fallback: p.wayback_fallback,
+            database: String::new(),
         }
     }
 
@@ -672,10 +677,13 @@ impl Settings {
 
 #[tauri::command]
 pub fn get_settings(state: State<'_, DesktopState>) -> Result<Settings, String> {
-    Ok(Settings::from_policy(
-        &state.worker.policy(),
-        super::notifications_enabled(&*state.store),
-    ))
+    Ok(Settings {
+        database: super::database::shown(&state.data_dir),
+        ..Settings::from_policy(
+            &state.worker.policy(),
+            super::notifications_enabled(&*state.store),
+        )
+    })
 }
 
 /// Validate, persist, then apply to the running worker: no restart needed.
@@ -685,6 +693,9 @@ pub fn save_settings(
     state: State<'_, DesktopState>,
 ) -> Result<Settings, String> {
     let policy = settings.apply(Policy::clone(&state.worker.policy()))?;
+    if super::database::save(&state.data_dir, &settings.database)? {
+        tracing::info!("the shared database changes at the next start");
+    }
     let fail = store_error("Could not save the settings");
     state.store.save_policy(&policy).map_err(&fail)?;
     state
@@ -704,7 +715,10 @@ pub fn save_settings(
         notifications = settings.notifications,
         "settings saved"
     );
-    Ok(Settings::from_policy(&policy, settings.notifications))
+    Ok(Settings {
+        database: super::database::shown(&state.data_dir),
+        ..Settings::from_policy(&policy, settings.notifications)
+    })
 }
 
 #[derive(Debug, Serialize)]

@@ -180,6 +180,17 @@ fn document_text(
         .document
         .clone()
         .ok_or_else(|| "This job has no saved document yet.".to_string())?;
+    // A document another machine of the lab fetched, not pulled here: the shared database
+    // has it.
+    if !Path::new(&doc).exists()
+        && let Some(stored) = store
+            .stored_document(id)
+            .map_err(|e| format!("Could not read the shared copy of {doc}: {e}"))?
+    {
+        let text = String::from_utf8_lossy(&stored).into_owned();
+        let path = PathBuf::from(&doc);
+        return Ok((job.url, doc, path, text));
+    }
     let path = inside_library(root, Path::new(&doc))?;
     let size = std::fs::metadata(&path)
         .map_err(|e| format!("Could not read {}: {e}", path.display()))?
@@ -357,5 +368,77 @@ mod tests {
             kept_pdf(&doc).err().as_deref(),
             Some("No PDF was kept for this document.")
         );
+    }
+
+    /// A document another member fetched is read from the shared database where this
+    /// member's folder lacks it; a SQLite queue, which has no copy, says the file is gone.
+    #[test]
+    fn the_reader_reads_another_members_document_from_the_shared_database() {
+        use crate::engine::policy::Policy;
+        use crate::engine::queue::{Queue, Success};
+        use std::time::Duration;
+
+        let fetcher = tempfile::tempdir().expect("fetcher's folder");
+        let reader = tempfile::tempdir().expect("reader's folder");
+        let url = crate::engine::postgres::testing::fresh_database_url();
+        let open = |dir: &Path| {
+            crate::engine::queue::open_with(dir, Some(&url)).expect("member of the lab")
+        };
+        let (theirs, ours) = (open(fetcher.path()), open(reader.path()));
+        theirs
+            .enqueue(
+                None,
+                &[crate::engine::sqlite::testing::job("https://a.example/1")],
+                5,
+                0,
+            )
+            .expect("enqueue");
+        let c = theirs
+            .claim("w", 1, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("job");
+        let saved = fetcher.path().join("library/a.example/1.md");
+        std::fs::create_dir_all(saved.parent().expect("dir")).expect("dir");
+        std::fs::write(&saved, "---\ntitle: \"One\"\n---\nShared text.\n").expect("doc");
+        let ok = Success {
+            http_status: 200,
+            final_url: c.url.clone(),
+            document: Some(saved.to_string_lossy().into_owned()),
+            ..Success::default()
+        };
+        theirs
+            .complete(&c, &ok, &Policy::default(), 2)
+            .expect("complete");
+        let root = reader.path().join("library");
+        let (_, doc, path, text) = document_text(&*ours, &root, c.job_id).expect("read");
+        assert_eq!(
+            path,
+            root.join("a.example/1.md"),
+            "the path is this member's"
+        );
+        assert_eq!(doc, path.to_string_lossy());
+        assert!(text.contains("Shared text."), "{text}");
+
+        let alone = crate::engine::sqlite::Store::open_in_memory().expect("store");
+        alone
+            .enqueue(
+                None,
+                &[crate::engine::sqlite::testing::job("https://a.example/1")],
+                5,
+                0,
+            )
+            .expect("enqueue");
+        let c = alone
+            .claim("w", 1, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("job");
+        let gone = Success {
+            document: Some(root.join("gone.md").to_string_lossy().into_owned()),
+            ..ok
+        };
+        alone
+            .complete(&c, &gone, &Policy::default(), 2)
+            .expect("complete");
+        assert!(document_text(&alone, &root, c.job_id).is_err());
     }
 }

@@ -7,6 +7,7 @@
 //! `capabilities/default.json` (`allow-<command>`), or the ACL rejects the call.
 
 mod commands;
+pub mod database;
 mod handover;
 mod library;
 mod tray;
@@ -60,8 +61,8 @@ fn notifications_enabled(store: &dyn Queue) -> bool {
 /// Opens the desktop window over the queue in `data_dir` and blocks until it is closed. If it
 /// cannot, and no terminal shows the error (a launch from an app menu), an OS notification
 /// says why.
-pub fn run(data_dir: PathBuf) -> anyhow::Result<()> {
-    let result = open_window(data_dir);
+pub fn run(data_dir: PathBuf, database: Option<String>) -> anyhow::Result<()> {
+    let result = open_window(data_dir, database);
     if let Err(e) = &result
         && !std::io::IsTerminal::is_terminal(&std::io::stderr())
         && session_bus_available()
@@ -71,7 +72,7 @@ pub fn run(data_dir: PathBuf) -> anyhow::Result<()> {
     result
 }
 
-fn open_window(data_dir: PathBuf) -> anyhow::Result<()> {
+fn open_window(data_dir: PathBuf, database: Option<String>) -> anyhow::Result<()> {
     // Before anything else: a second launch needs neither the queue nor a display of its own.
     // The lock is held until this function returns, when the window has closed.
     #[cfg(target_os = "linux")]
@@ -95,8 +96,9 @@ fn open_window(data_dir: PathBuf) -> anyhow::Result<()> {
              the subcommands work without one: see `gleaner --help`"
         );
     }
-    let store = queue::open(&data_dir)
-        .with_context(|| format!("cannot open the queue in {}", data_dir.display()))?;
+    // The command line and the environment come first, then what Settings saved.
+    let database = database.or_else(|| database::saved(&data_dir));
+    let store = crate::cli::open_queue(&data_dir, database.as_deref())?;
     let mut policy = store.load_policy()?;
     // Saved by an older Gleaner before settings were range-checked: run on the defaults rather
     // than on a setting that cannot work, and say which.
@@ -113,8 +115,7 @@ fn open_window(data_dir: PathBuf) -> anyhow::Result<()> {
         Library::new(library_root.clone()),
         policy,
     )?;
-    let reader = queue::open(&data_dir)
-        .with_context(|| format!("cannot open the queue in {}", data_dir.display()))?;
+    let reader = crate::cli::open_queue(&data_dir, database.as_deref())?;
     let state = DesktopState {
         store,
         reader,

@@ -22,6 +22,7 @@ pub mod fetch;
 pub mod intake;
 pub mod library;
 pub mod policy;
+pub mod postgres;
 pub mod queue;
 pub mod redact;
 pub mod render;

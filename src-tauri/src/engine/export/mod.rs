@@ -10,7 +10,7 @@ mod record;
 mod ris;
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read as _, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 
 use serde::Serialize;
@@ -137,7 +137,17 @@ pub fn export(
             if !is_chosen(job.id) {
                 return Ok(());
             }
-            let text = match std::fs::read_to_string(path) {
+            let read = match std::fs::read_to_string(path) {
+                // A document of the shared library that another machine fetched.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    match store.stored_document(job.id)? {
+                        Some(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+                        None => Err(e),
+                    }
+                }
+                other => other,
+            };
+            let text = match read {
                 Ok(t) => t,
                 Err(e) => {
                     tracing::warn!(job = job.id, "export skips {path}: {e}");
@@ -160,7 +170,7 @@ pub fn export(
             let mut records = Vec::new();
             each_done_job(store, |job, path| {
                 let chosen = is_chosen(job.id);
-                let Some(record) = read_record(job.id, Path::new(path), chosen) else {
+                let Some(record) = read_record(store, job.id, Path::new(path), chosen)? else {
                     return Ok(());
                 };
                 wanted.push((job.id, keys::wanted(&record)));
@@ -231,8 +241,33 @@ fn each_done_job(
 
 /// A document's citation record from its front matter, read without the rest of the file
 /// (and, for a document that goes out, the abstract its text starts with).
-fn read_record(job_id: i64, path: &Path, with_abstract: bool) -> Option<Record> {
-    let head = match read_head(path, with_abstract) {
+fn read_record(
+    store: &dyn Queue,
+    job_id: i64,
+    path: &Path,
+    with_abstract: bool,
+) -> Result<Option<Record>, ExportError> {
+    let head = match std::fs::File::open(path) {
+        // A document of the shared library that another machine fetched.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            match store.stored_document(job_id)? {
+                Some(bytes) => read_head(&bytes[..], with_abstract),
+                None => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+        Ok(file) => read_head(file, with_abstract),
+    };
+    Ok(record_of(job_id, path, head, with_abstract))
+}
+
+fn record_of(
+    job_id: i64,
+    path: &Path,
+    head: std::io::Result<Option<String>>,
+    with_abstract: bool,
+) -> Option<Record> {
+    let head = match head {
         Ok(Some(head)) => head,
         Ok(None) => {
             tracing::warn!(
@@ -254,8 +289,8 @@ fn read_record(job_id: i64, path: &Path, with_abstract: bool) -> Option<Record> 
 
 /// The front matter of a document (and the section after it when it is the abstract), up to
 /// [`MAX_HEAD_BYTES`]; `None` when the file does not start with one.
-fn read_head(path: &Path, with_abstract: bool) -> std::io::Result<Option<String>> {
-    let mut reader = BufReader::new(std::fs::File::open(path)?.take(MAX_HEAD_BYTES));
+fn read_head(source: impl std::io::Read, with_abstract: bool) -> std::io::Result<Option<String>> {
+    let mut reader = BufReader::new(source.take(MAX_HEAD_BYTES));
     let mut head = String::new();
     let mut line = String::new();
     if reader.read_line(&mut line)? == 0 || line != "---\n" {

@@ -38,6 +38,18 @@ pub enum QueueError {
     Watch(#[from] notify::Error),
     #[error("the database lock was poisoned by a panic")]
     Poisoned,
+    /// A PostgreSQL statement failed: the server's own sentence, or the driver's.
+    #[error("database error: {}", postgres_cause(.0))]
+    Postgres(#[from] tokio_postgres::Error),
+    /// PostgreSQL could not be used at all (a bad address, a refused connection, bad
+    /// credentials): one sentence that says which, with the address's password left out.
+    #[error("{0}")]
+    Connect(String),
+    #[error(
+        "this PostgreSQL database was last used by a newer Gleaner (schema version {found}; this \
+         one knows up to {known}); update Gleaner, or give another --database"
+    )]
+    NewerPostgresSchema { found: i64, known: usize },
 }
 
 pub type Result<T> = std::result::Result<T, QueueError>;
@@ -45,6 +57,17 @@ pub type Result<T> = std::result::Result<T, QueueError>;
 impl From<rusqlite_migration::Error> for QueueError {
     fn from(e: rusqlite_migration::Error) -> Self {
         Self::Migration(e)
+    }
+}
+
+/// A PostgreSQL error in one line: the server's message (and its detail), else the driver's.
+fn postgres_cause(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => match db.detail() {
+            Some(detail) => format!("{} ({detail})", db.message()),
+            None => db.message().to_string(),
+        },
+        None => crate::engine::policy::error_chain(e),
     }
 }
 
@@ -60,7 +83,23 @@ fn migration_cause(e: &rusqlite_migration::Error) -> String {
 impl QueueError {
     /// The database could not grow: its disk (or quota) is full.
     pub fn is_disk_full(&self) -> bool {
-        matches!(self, QueueError::Sqlite(rusqlite::Error::SqliteFailure(f, _))
-            if f.code == rusqlite::ErrorCode::DiskFull)
+        match self {
+            QueueError::Sqlite(rusqlite::Error::SqliteFailure(f, _)) => {
+                f.code == rusqlite::ErrorCode::DiskFull
+            }
+            QueueError::Postgres(e) => {
+                e.code() == Some(&tokio_postgres::error::SqlState::DISK_FULL)
+            }
+            _ => false,
+        }
+    }
+
+    /// A transaction PostgreSQL gave up to break a deadlock or a serialization conflict:
+    /// trying it again is the remedy.
+    pub fn is_retryable(&self) -> bool {
+        use tokio_postgres::error::SqlState;
+        matches!(self, QueueError::Postgres(e)
+            if e.code() == Some(&SqlState::T_R_DEADLOCK_DETECTED)
+                || e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE))
     }
 }

@@ -19,14 +19,16 @@ use super::clock::{Millis, Reading};
 use super::policy::{Failure, HostIntervals, NO_INTERVALS, Policy};
 
 mod error;
+#[cfg(test)]
+pub(crate) mod suite;
 mod types;
 
 pub use error::{QueueError, Result};
 pub use types::{
     ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, Hit,
     HostCount, HostState, Indexed, Job, JobFilter, LibraryQuery, Liveness, NewJob, Next,
-    OfflineState, PausedHost, Reference, Reindexed, Settled, Stage, StallKind, StallState, Stats,
-    Status, Step, Success, rfc3339,
+    OfflineState, PausedHost, Reference, Reindexed, Settled, SharedDocument, Stage, StallKind,
+    StallState, Stats, Status, Step, Success, rfc3339,
 };
 
 /// Wake-ups from other processes last as long as this is kept (see [`Queue::subscribe`]).
@@ -46,8 +48,30 @@ impl std::fmt::Debug for Subscription {
 
 /// Open the queue of a data folder: SQLite in `gleaner.db` there, made if it is new.
 pub fn open(data_dir: &Path) -> Result<Arc<dyn Queue>> {
-    let store = super::sqlite::Store::open(&super::sqlite::db_path(data_dir))?;
-    Ok(Arc::new(store))
+    open_with(data_dir, None)
+}
+
+/// Open the queue a member uses: the PostgreSQL database at `database` (shared by a lab, see
+/// [`crate::engine::postgres`]), or without one the SQLite queue of its data folder. The data
+/// folder is this member's either way: its library, and its name in the shared database.
+pub fn open_with(data_dir: &Path, database: Option<&str>) -> Result<Arc<dyn Queue>> {
+    match database.map(str::trim).filter(|d| !d.is_empty()) {
+        Some(url) => {
+            let member = super::postgres::member_name(data_dir);
+            let library = data_dir.join("library");
+            let store = super::postgres::PgStore::open_at(url, &member, Some(&library))?;
+            // Only once the database is known to be good: a wrong address leaves nothing.
+            std::fs::create_dir_all(data_dir).map_err(|source| QueueError::DataDir {
+                path: data_dir.to_path_buf(),
+                source,
+            })?;
+            Ok(Arc::new(store))
+        }
+        None => {
+            let store = super::sqlite::Store::open(&super::sqlite::db_path(data_dir))?;
+            Ok(Arc::new(store))
+        }
+    }
 }
 
 /// Every step on the queue. Times are unix milliseconds from the caller's clock, so tests
@@ -60,6 +84,13 @@ pub trait Queue: Send + Sync + std::fmt::Debug {
     /// Wake `wake` whenever another process changes the queue, so that workers never poll
     /// (SQLite: a watch on the database's folder), for as long as the subscription is kept.
     fn subscribe(&self, wake: Arc<Notify>) -> Result<Subscription>;
+
+    /// Whether other machines share this queue (PostgreSQL): then a worker's leases are short
+    /// and renewed by a heartbeat ([`Queue::refresh`]), since a machine that is gone cannot be
+    /// asked whether it lives.
+    fn shared(&self) -> bool {
+        false
+    }
 
     /// Background upkeep a long-lived worker wants (SQLite: checkpoints off the commit path).
     /// Short commands do without.
@@ -208,6 +239,19 @@ pub trait Queue: Send + Sync + std::fmt::Debug {
     /// transaction; a rebuild passes the folder a piece at a time. Only a job's newest version
     /// (the path its row names) is indexed.
     fn reindex(&self, documents: &[(i64, String, Indexed)]) -> Result<Reindexed>;
+
+    /// The shared library's documents after job `after`, at most `limit`, by job: what
+    /// `gleaner library pull` writes into a member's folder. None where the library is the
+    /// data folder alone (SQLite).
+    fn shared_documents(&self, _after: i64, _limit: u32) -> Result<Vec<SharedDocument>> {
+        Ok(Vec::new())
+    }
+
+    /// A job's document as the database keeps it, for a member whose folder lacks the file;
+    /// `None` where the library is the data folder alone.
+    fn stored_document(&self, _job_id: i64) -> Result<Option<Vec<u8>>> {
+        Ok(None)
+    }
 
     // Tags.
 

@@ -442,6 +442,19 @@ pub struct Hit {
     pub pdf: Option<String>,
 }
 
+/// A document of the shared library as the database keeps it (see
+/// [`crate::engine::queue::Queue::shared_documents`]).
+#[derive(Debug, Clone)]
+pub struct SharedDocument {
+    pub job_id: i64,
+    /// Relative to a member's library folder.
+    pub path: String,
+    /// The file as its member wrote it: front matter and Markdown.
+    pub content: Vec<u8>,
+    /// The paper's PDF beside it (its relative path and bytes), when it was small enough.
+    pub pdf: Option<(String, Vec<u8>)>,
+}
+
 /// What `Queue::reindex` did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Reindexed {

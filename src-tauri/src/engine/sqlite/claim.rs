@@ -287,142 +287,14 @@ mod tests {
     use std::time::Duration;
 
     use crate::engine::clock::Millis;
-    use crate::engine::policy::{Failure, FailureKind, Policy};
-    use crate::engine::queue::Success;
+    use crate::engine::policy::Policy;
+
     use crate::engine::sqlite::Store;
     use crate::engine::sqlite::testing::{job, query_plan, vm_ops};
 
     use crate::engine::sqlite::lanes::{
         CLAIM_LANES, LANE_HEAD_AFTER, LANE_HEAD_AT, LANE_KEYS_AFTER, LANE_KEYS_AT,
     };
-
-    #[test]
-    fn claim_takes_due_jobs_only_and_never_twice() {
-        let s = Store::open_in_memory().expect("store");
-        s.enqueue(None, &[job("http://a.example/1")], 5, 100)
-            .expect("enqueue");
-        assert!(
-            s.claim("w", 99, Duration::from_secs(60), 2)
-                .expect("claim")
-                .is_none(),
-            "not due yet"
-        );
-        let c = s
-            .claim("w", 100, Duration::from_secs(60), 2)
-            .expect("claim")
-            .expect("job");
-        assert_eq!(c.attempt, 1);
-        assert!(
-            s.claim("w2", 100, Duration::from_secs(60), 2)
-                .expect("claim")
-                .is_none()
-        );
-    }
-
-    #[test]
-    fn per_host_limit_and_host_pause_gate_the_claim() {
-        let s = Store::open_in_memory().expect("store");
-        let mut jobs: Vec<_> = (0..4)
-            .map(|i| job(&format!("http://a.example/{i}")))
-            .collect();
-        jobs.push(job("http://b.example/1"));
-        s.enqueue(None, &jobs, 5, 0).expect("enqueue");
-        let lease = Duration::from_secs(60);
-        // Hosts take turns inside a batch: a, b, then a again.
-        let first = s.claim("w", 10, lease, 2).expect("claim").expect("a1");
-        let other = s.claim("w", 10, lease, 2).expect("claim").expect("b");
-        let second = s.claim("w", 10, lease, 2).expect("claim").expect("a2");
-        assert_eq!(
-            [&first.host, &other.host, &second.host],
-            ["a.example", "b.example", "a.example"]
-        );
-        assert!(
-            s.claim("w", 10, lease, 2).expect("claim").is_none(),
-            "a.example is at its limit of 2"
-        );
-
-        // A 429 on a.example pauses the whole host, even though one of its slots frees up.
-        let policy = Policy {
-            jitter: 0.0,
-            ..Policy::default()
-        };
-        let mut f = Failure::new(FailureKind::RateLimited, "429 Too Many Requests");
-        f.retry_after = Some(Duration::from_secs(120));
-        let failed = s
-            .fail(&first, &f, &policy, 10, 0.0)
-            .expect("fail")
-            .expect("lease held");
-        assert_eq!(failed.job.run_at, 10 + 120_000);
-        // The host's other waiting jobs now say when they can really start; b.example's
-        // finished job and a2 (running) are untouched.
-        let waiting: Vec<(String, Millis)> = {
-            let conn = s.conn().expect("conn");
-            let mut stmt = conn
-                .prepare("SELECT url, run_at FROM jobs WHERE status = 'pending' ORDER BY url")
-                .expect("prepare");
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-                .expect("query")
-                .collect::<rusqlite::Result<_>>()
-                .expect("rows")
-        };
-        assert_eq!(
-            waiting,
-            vec![
-                ("http://a.example/0".to_string(), 120_010),
-                ("http://a.example/2".to_string(), 120_010),
-                ("http://a.example/3".to_string(), 120_010),
-            ]
-        );
-        assert!(
-            s.claim("w", 11, lease, 2).expect("claim").is_none(),
-            "host paused"
-        );
-        assert_eq!(
-            s.next_wakeup(11, &NO_INTERVALS).expect("wakeup"),
-            Some(120_010)
-        );
-        // Pause over, but the host is throttled to one connection and a2 still holds it.
-        assert!(s.claim("w", 120_010, lease, 2).expect("claim").is_none());
-        let ok = Success {
-            http_status: 200,
-            ..Success::default()
-        };
-        s.complete(&second, &ok, &policy, 120_010)
-            .expect("complete");
-        let again = s
-            .claim("w", 120_010, lease, 2)
-            .expect("claim")
-            .expect("after pause");
-        assert_eq!(again.host, "a.example");
-    }
-
-    #[test]
-    fn paused_queue_and_paused_host_start_nothing() {
-        let s = Store::open_in_memory().expect("store");
-        s.enqueue(
-            None,
-            &[job("http://a.example/1"), job("http://b.example/1")],
-            5,
-            0,
-        )
-        .expect("enqueue");
-        let lease = Duration::from_secs(60);
-        s.set_queue_paused(true).expect("pause");
-        assert!(s.claim("w", 0, lease, 2).expect("claim").is_none());
-        assert!(s.stats(0).expect("stats").queue_paused);
-        s.set_queue_paused(false).expect("resume");
-        s.pause_host("A.example", 0).expect("pause host");
-        assert_eq!(
-            s.claim("w", 0, lease, 2).expect("claim").expect("b").host,
-            "b.example"
-        );
-        assert!(s.claim("w", 0, lease, 2).expect("claim").is_none());
-        assert!(s.resume_host("a.example", 0).expect("resume"));
-        assert_eq!(
-            s.claim("w", 0, lease, 2).expect("claim").expect("a").host,
-            "a.example"
-        );
-    }
 
     /// Requests to a host with an interval start that far apart, whichever connection (process)
     /// claims, while other hosts go on at their own pace; the worker is woken when the next may
@@ -506,32 +378,6 @@ mod tests {
     }
 
     #[test]
-    fn the_claim_rotates_across_batches() {
-        let s = Store::open_in_memory().expect("store");
-        let big: Vec<_> = (0..100)
-            .map(|i| job(&format!("http://a{i}.example/")))
-            .collect();
-        let small: Vec<_> = (0..3)
-            .map(|i| job(&format!("http://b{i}.example/")))
-            .collect();
-        s.enqueue(None, &big, 5, 0).expect("enqueue big");
-        s.enqueue(None, &small, 5, 1).expect("enqueue small");
-        let lease = Duration::from_secs(60);
-        let hosts: Vec<String> = (0..8)
-            .map(|_| {
-                s.claim("w", 10, lease, 2)
-                    .expect("claim")
-                    .expect("job")
-                    .host
-            })
-            .collect();
-        assert_eq!(
-            hosts,
-            ["a0", "b0", "a1", "b1", "a2", "b2", "a3", "a4"].map(|h| format!("{h}.example"))
-        );
-    }
-
-    #[test]
     fn a_batch_moves_to_the_back_of_the_rotation_only_behind_another() {
         let s = Store::open_in_memory().expect("store");
         let jobs: Vec<_> = (0..6)
@@ -575,32 +421,6 @@ mod tests {
         );
         let p = places();
         assert!(p[1].1 > p[0].1, "the batch served last is behind: {p:?}");
-    }
-
-    #[test]
-    fn hosts_take_turns_inside_a_batch() {
-        let s = Store::open_in_memory().expect("store");
-        let mut jobs: Vec<_> = (0..300)
-            .map(|i| job(&format!("http://journal.example/{i}")))
-            .collect();
-        jobs.extend((0..2).map(|i| job(&format!("http://small.example/{i}"))));
-        jobs.extend((0..2).map(|i| job(&format!("http://blog.example/{i}"))));
-        s.enqueue(None, &jobs, 5, 0).expect("enqueue");
-        let hosts: Vec<String> = (0..8)
-            .map(|_| {
-                s.claim("w", 10, Duration::from_secs(60), 100)
-                    .expect("claim")
-                    .expect("job")
-                    .host
-            })
-            .collect();
-        assert_eq!(
-            hosts,
-            [
-                "journal", "small", "blog", "journal", "small", "blog", "journal", "journal"
-            ]
-            .map(|h| format!("{h}.example"))
-        );
     }
 
     #[test]

@@ -6,12 +6,12 @@
 
 /// What the ranked query has `snippet()` put around each matched word: control characters no
 /// document text holds (the extractor drops them).
-pub(super) const OPEN: char = '\u{2}';
-pub(super) const CLOSE: char = '\u{3}';
+pub(crate) const OPEN: char = '\u{2}';
+pub(crate) const CLOSE: char = '\u{3}';
 
 /// Markdown made plain: `[text](target)` and `![alt](target)` keep their words, escapes lose
 /// their backslash, heading, quote, emphasis and code marks go, and whitespace collapses.
-pub(super) fn plain(markdown: &str) -> String {
+pub(crate) fn plain(markdown: &str) -> String {
     let mut out = String::with_capacity(markdown.len());
     let mut chars = markdown.chars().peekable();
     let mut line_start = true;
@@ -56,7 +56,7 @@ pub(super) fn plain(markdown: &str) -> String {
 }
 
 /// A snippet from the ranked query, plain, with its matches between `**`.
-pub(super) fn marked(snippet: &str) -> String {
+pub(crate) fn marked(snippet: &str) -> String {
     plain(snippet)
         .replace([OPEN, CLOSE], "**")
         // A mark around nothing (a match that was only markup) says nothing.

@@ -118,30 +118,15 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
 
     use rusqlite::Connection;
 
     use super::*;
-    use crate::engine::policy::Policy;
-    use crate::engine::queue::{NewJob, Queue as _, Reference, Success};
+
     use crate::engine::sqlite::migrations::migrations;
     use crate::engine::sqlite::testing::job;
 
-    fn strings(v: &[&str]) -> Vec<String> {
-        v.iter().map(|s| s.to_string()).collect()
-    }
-
-    fn tagged(url: &str, tags: &[&str]) -> NewJob {
-        NewJob {
-            reference: Some(Box::new(Reference {
-                title: Some("Entry".into()),
-                tags: strings(tags),
-                ..Reference::default()
-            })),
-            ..job(url)
-        }
-    }
+    use crate::engine::queue::suite::tags::{strings, tagged};
 
     /// The tag index's rows of a job, by key.
     fn index_rows(s: &Store, job_id: i64) -> Vec<(String, String)> {
@@ -153,44 +138,6 @@ mod tests {
             .expect("query")
             .collect::<rusqlite::Result<_>>()
             .expect("rows")
-    }
-
-    #[test]
-    fn intake_normalises_tags_into_the_index_and_the_metadata_alike() {
-        let s = Store::open_in_memory().expect("store");
-        s.enqueue(
-            None,
-            &[
-                tagged(
-                    "https://a.example/1",
-                    &[" Quantum  sensing", "thesis", "THESIS", ""],
-                ),
-                job("https://a.example/2"),
-            ],
-            5,
-            0,
-        )
-        .expect("enqueue");
-        assert_eq!(s.job_tags(1).expect("tags"), ["Quantum sensing", "thesis"]);
-        assert_eq!(
-            s.job(1)
-                .expect("job")
-                .expect("there")
-                .reference
-                .expect("ref")
-                .tags,
-            ["Quantum sensing", "thesis"]
-        );
-        assert_eq!(
-            index_rows(&s, 1),
-            [
-                ("quantum sensing".to_string(), "Quantum sensing".to_string()),
-                ("thesis".to_string(), "thesis".to_string())
-            ]
-        );
-        assert!(s.job_tags(2).expect("none").is_empty());
-        assert!(index_rows(&s, 2).is_empty());
-        assert!(s.job_tags(99).expect("no job").is_empty());
     }
 
     #[test]
@@ -243,44 +190,6 @@ mod tests {
         assert!(index_rows(&s, 1).is_empty());
         assert_eq!(s.tag_counts().expect("counts"), [("Thesis".to_string(), 1)]);
         assert_eq!(s.set_tags(99, &strings(&["x"])).expect("no job"), None);
-    }
-
-    #[test]
-    fn a_step_keeps_the_tags_the_job_has_and_a_delete_takes_them() {
-        let s = Store::open_in_memory().expect("store");
-        s.enqueue(None, &[tagged("https://a.example/1", &["thesis"])], 5, 0)
-            .expect("enqueue");
-        let c = s
-            .claim("w", 1, Duration::from_secs(60), 8)
-            .expect("claim")
-            .expect("job");
-        // Set by hand while the fetch is in flight: the success's metadata (the claim's
-        // tags) does not undo it.
-        s.set_tags(c.job_id, &strings(&["by hand"])).expect("set");
-        let mut reference = c.reference.clone().expect("reference");
-        reference.authors = vec!["Okafor, Chidi".into()];
-        let success = Success {
-            http_status: 200,
-            final_url: c.url.clone(),
-            document: Some("/lib/1.md".into()),
-            reference: Some(reference),
-            ..Success::default()
-        };
-        s.complete(&c, &success, &Policy::default(), 2)
-            .expect("complete")
-            .expect("done");
-        let r = s
-            .job(c.job_id)
-            .expect("job")
-            .expect("there")
-            .reference
-            .expect("ref");
-        assert_eq!(r.tags, ["by hand"]);
-        assert_eq!(r.authors, ["Okafor, Chidi"]);
-        assert_eq!(index_rows(&s, c.job_id).len(), 1);
-        s.delete(&[c.job_id]).expect("delete");
-        assert!(index_rows(&s, c.job_id).is_empty());
-        assert!(s.tag_counts().expect("counts").is_empty());
     }
 
     #[test]

@@ -24,10 +24,12 @@ use super::queue::{
     Settled, Stage, StallState, Status, Subscription, Success,
 };
 
+mod heartbeat;
 mod owners;
 mod resolve;
 mod stall;
 
+pub use heartbeat::{HEARTBEAT_EVERY, SHARED_LEASE};
 pub use owners::liveness;
 use owners::{live_owners, new_owner_id};
 pub use stall::STALL_PATIENCE;
@@ -218,6 +220,7 @@ impl Worker {
         mut shutdown: watch::Receiver<bool>,
     ) -> Result<RunSummary, WorkerError> {
         let mut run = Run::default();
+        let _heartbeat = self.start_heartbeat();
         loop {
             if *shutdown.borrow() {
                 break;
@@ -394,7 +397,7 @@ impl Worker {
             None => free,
         };
         let free = if self.stalled().is_some() { 0 } else { free };
-        let request = (free > 0).then(|| (lease_for(policy), policy.per_host.max(1)));
+        let request = (free > 0).then(|| (self.lease(policy), policy.per_host.max(1)));
         let store = self.store.clone();
         let (finished, step) = tokio::task::spawn_blocking(move || {
             let claim = request.map(|(lease, per_host)| ClaimRequest {
@@ -1022,8 +1025,6 @@ impl RunSummary {
     }
 }
 
-/// Long enough to cover the whole request plus saving; a lease only matters if its owner dies
-/// somewhere we cannot see (another machine sharing the folder, a hung process).
 /// What a saved attempt commits: the document, and the metadata it filled in.
 fn success_of(claimed: &Claimed, saved: Saved, fetched: Fetched) -> Success {
     // A plain page that said nothing scholarly leaves its job's metadata as it was.
@@ -1057,10 +1058,6 @@ fn filed_under(claimed: &Claimed, fetched: &Fetched) -> String {
         Some(_) => resolve::host_of(&fetched.final_url),
     };
     from.unwrap_or_else(|| claimed.host.clone())
-}
-
-fn lease_for(policy: &Policy) -> Duration {
-    policy.timeout * 2 + Duration::from_secs(60)
 }
 
 impl Drop for Worker {

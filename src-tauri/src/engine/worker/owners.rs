@@ -14,14 +14,26 @@ pub(super) fn live_owners() -> &'static Mutex<HashSet<String>> {
     LIVE.get_or_init(|| Mutex::new(HashSet::new()))
 }
 
-/// "pid-<pid>-<start>-<random>": the pid and its start time let any process on this machine
-/// tell whether the owner still runs (a pid can be given out again); the random part tells
-/// two workers of one process apart.
+/// "pid-<pid>-<start>-<random>@<boot>": the pid and its start time let any process on this
+/// machine tell whether the owner still runs (a pid can be given out again); the random part
+/// tells two workers of one process apart; the boot names the machine (and its boot), since a
+/// queue in PostgreSQL is shared with other machines, whose pids say nothing here.
 pub(super) fn new_owner_id() -> String {
     let nonce: u32 = rand::rng().random();
     let pid = std::process::id();
     let start = process_start(pid).unwrap_or(0);
-    format!("pid-{pid}-{start}-{nonce:08x}")
+    format!("pid-{pid}-{start}-{nonce:08x}@{}", this_boot())
+}
+
+/// This machine's boot, in short: owners of another boot (another machine, or this one
+/// before a restart) are judged by their lease.
+fn this_boot() -> &'static str {
+    static BOOT: OnceLock<String> = OnceLock::new();
+    BOOT.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|b| b.trim().replace('-', "").chars().take(12).collect())
+            .unwrap_or_else(|_| "local".into())
+    })
 }
 
 /// Whether the process behind a lease owner id still runs: ours, another worker of this
@@ -31,6 +43,12 @@ pub fn liveness(owner: &str, me: &str) -> Liveness {
     if owner == me {
         return Liveness::Alive;
     }
+    // An owner of another machine (or boot) cannot be asked: its lease decides.
+    let owner = match owner.split_once('@') {
+        Some((_, boot)) if boot != this_boot() => return Liveness::Unknown,
+        Some((local, _)) => local,
+        None => owner,
+    };
     let mut parts = owner.strip_prefix("pid-").map(|rest| rest.split('-'));
     let Some(pid) = parts
         .as_mut()
@@ -49,7 +67,7 @@ pub fn liveness(owner: &str, me: &str) -> Liveness {
         // Our own process: another worker in it is alive exactly while it is registered; any
         // other owner with our pid was an earlier process that happened to get the same id.
         return match live_owners().lock() {
-            Ok(set) if set.contains(owner) => Liveness::Alive,
+            Ok(set) if set.iter().any(|o| o.split('@').next() == Some(owner)) => Liveness::Alive,
             Ok(_) => Liveness::Gone,
             Err(_) => Liveness::Unknown,
         };

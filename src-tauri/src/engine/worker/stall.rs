@@ -359,10 +359,15 @@ pub(super) fn library_fault(root: &Path, e: &std::io::Error) -> Option<(StallKin
 /// What a database error means for the queue, in words that say what to do.
 pub(super) fn database_fault(e: &WorkerError, db: Option<&Path>) -> (StallKind, String) {
     let full = matches!(e, WorkerError::Queue(q) if q.is_disk_full());
-    let db = db.map_or_else(
-        || "the queue database".to_string(),
-        |p| p.display().to_string(),
-    );
+    let Some(db) = db.map(|p| p.display().to_string()) else {
+        // A database on another machine (PostgreSQL): the error names it.
+        let kind = if full {
+            StallKind::DiskFull
+        } else {
+            StallKind::Database
+        };
+        return (kind, format!("the queue database cannot be used: {e}"));
+    };
     if full {
         (
             StallKind::DiskFull,

@@ -1,0 +1,211 @@
+//! The database's address, and every way a connection to it can fail, as one sentence that
+//! says what is wrong. The password never appears in one.
+
+use std::time::Duration;
+
+use deadpool_postgres::PoolError;
+use tokio_postgres::error::SqlState;
+
+use super::Db;
+use crate::engine::queue::QueueError;
+
+/// How long a new connection may take before the server counts as unreachable.
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a step waits for a free connection of the pool.
+pub(super) const WAIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Whether `value` names a PostgreSQL database (rather than, say, a path).
+pub fn is_postgres_url(value: &str) -> bool {
+    value.starts_with("postgres://") || value.starts_with("postgresql://")
+}
+
+pub(super) fn parse(url: &str) -> Result<tokio_postgres::Config, QueueError> {
+    if !is_postgres_url(url) {
+        return Err(QueueError::Connect(format!(
+            "{} is not a PostgreSQL address: give one like postgres://user:password@host:5432/gleaner",
+            describe_url(url)
+        )));
+    }
+    url.parse::<tokio_postgres::Config>().map_err(|e| {
+        QueueError::Connect(format!(
+            "{} is not a valid PostgreSQL address ({e}): give one like \
+             postgres://user:password@host:5432/gleaner",
+            describe_url(url)
+        ))
+    })
+}
+
+/// Time limits the address did not set: a server that does not answer is found out in
+/// seconds, and a connection whose peer vanished (a machine unplugged) is dropped.
+pub(super) fn tune(config: &mut tokio_postgres::Config) {
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    config.keepalives(true);
+    config.keepalives_idle(Duration::from_secs(30));
+    if config.get_application_name().is_none() {
+        config.application_name("gleaner");
+    }
+}
+
+/// The address with its password replaced, for messages and logs.
+pub fn describe_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        // Not an address with a host ("user:secret@host" parses as a scheme and a path).
+        Ok(u) if !u.has_host() && url.contains('@') => "the database address".into(),
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        Ok(u) => u.to_string(),
+        // Not a URL at all: say so without echoing what may be a secret.
+        Err(_) if url.contains('@') => "the database address".into(),
+        Err(_) => format!("\"{url}\""),
+    }
+}
+
+/// A pooled connection that could not be had, in a sentence.
+pub(super) fn explain(db: &Db, e: PoolError) -> QueueError {
+    let at = &db.described;
+    match e {
+        PoolError::Backend(e) => explain_connect(db, at, e),
+        PoolError::Timeout(_) => QueueError::Connect(format!(
+            "the PostgreSQL server at {at} did not answer in time; check that it runs and that \
+             this machine can reach it"
+        )),
+        other => QueueError::Connect(format!("cannot connect to PostgreSQL at {at}: {other}")),
+    }
+}
+
+fn explain_connect(db: &Db, at: &str, e: tokio_postgres::Error) -> QueueError {
+    let user = db.config.get_user().unwrap_or("(the current user)");
+    let dbname = db.config.get_dbname().unwrap_or(user);
+    if let Some(code) = e.code() {
+        let sentence = if *code == SqlState::INVALID_PASSWORD
+            || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+        {
+            format!(
+                "PostgreSQL at {at} refused the user \"{user}\": the password is wrong, or the \
+                 server does not let this user in; check the user and password in the address"
+            )
+        } else if *code == SqlState::INVALID_CATALOG_NAME {
+            format!(
+                "the PostgreSQL server at {at} has no database \"{dbname}\"; create it \
+                 (createdb {dbname}) or give another database in the address"
+            )
+        } else if *code == SqlState::TOO_MANY_CONNECTIONS {
+            format!("the PostgreSQL server at {at} has no connection to spare; try again later")
+        } else {
+            return QueueError::Postgres(e);
+        };
+        return QueueError::Connect(sentence);
+    }
+    let chain = crate::engine::policy::error_chain(&e);
+    let lower = chain.to_ascii_lowercase();
+    let sentence = if lower.contains("connection refused") {
+        format!(
+            "cannot connect to PostgreSQL at {at}: the connection was refused; check that the \
+             server runs and listens on that host and port"
+        )
+    } else if lower.contains("timed out") || lower.contains("timeout") {
+        format!(
+            "cannot connect to PostgreSQL at {at}: it did not answer in time; check the host and \
+             that this machine can reach it"
+        )
+    } else if lower.contains("failed to lookup") || lower.contains("name or service not known") {
+        format!("cannot connect to PostgreSQL at {at}: the host name is not known")
+    } else if lower.contains("tls") || lower.contains("ssl") {
+        format!(
+            "cannot connect to PostgreSQL at {at}: the server asks for TLS, which Gleaner does \
+             not speak; use it on a trusted network or through a tunnel (sslmode=disable)"
+        )
+    } else {
+        format!("cannot connect to PostgreSQL at {at}: {chain}")
+    };
+    QueueError::Connect(sentence)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_password_never_appears_in_a_description() {
+        let d = describe_url("postgres://ann:s3cret@db.lab:5432/gleaner");
+        assert!(!d.contains("s3cret"), "{d}");
+        assert!(
+            d.contains("ann") && d.contains("db.lab:5432/gleaner"),
+            "{d}"
+        );
+        assert!(!describe_url("ann:s3cret@db.lab").contains("s3cret"));
+    }
+
+    #[test]
+    fn a_wrong_address_is_one_sentence() {
+        for bad in [
+            "mysql://x@y/z",
+            "/home/ann/gleaner.db",
+            "postgres://h:notaport/db",
+        ] {
+            let e = parse(bad).expect_err(bad).to_string();
+            assert!(e.contains("PostgreSQL address"), "{bad}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+    }
+
+    use crate::engine::postgres::PgStore;
+    use crate::engine::postgres::testing::{execute, fresh_database_url};
+
+    /// The test server's address with one part changed.
+    fn altered(change: impl FnOnce(&mut url::Url)) -> String {
+        let mut u = url::Url::parse(&fresh_database_url()).expect("url");
+        change(&mut u);
+        u.to_string()
+    }
+
+    fn refusal(url: &str) -> String {
+        let e = PgStore::open(url, "m").expect_err("refused").to_string();
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(!e.contains("s3cret"), "{e}");
+        e
+    }
+
+    #[test]
+    fn a_refused_connection_is_one_sentence() {
+        // Port 1 on loopback: nothing listens there.
+        let e = refusal(&altered(|u| {
+            let _ = u.set_port(Some(1));
+        }));
+        assert!(e.contains("the connection was refused"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_database_is_one_sentence() {
+        let e = refusal(&altered(|u| u.set_path("/no_such_database")));
+        assert!(e.contains("has no database \"no_such_database\""), "{e}");
+    }
+
+    #[test]
+    fn wrong_credentials_are_one_sentence() {
+        let e = refusal(&altered(|u| {
+            let _ = u.set_username("nobody_here");
+            let _ = u.set_password(Some("s3cret"));
+        }));
+        assert!(e.contains("refused the user \"nobody_here\""), "{e}");
+    }
+
+    #[test]
+    fn a_database_from_a_newer_gleaner_is_refused_and_left_alone() {
+        let url = fresh_database_url();
+        drop(PgStore::open(&url, "m").expect("first open"));
+        execute(&url, "INSERT INTO gleaner_schema (version) VALUES (99)");
+        let e = PgStore::open(&url, "m").expect_err("newer").to_string();
+        assert!(e.contains("newer Gleaner (schema version 99"), "{e}");
+        // Nothing was written: a version it does not know is not one it upgrades from.
+        execute(
+            &url,
+            "DO $$ BEGIN IF (SELECT count(*) FROM gleaner_schema) <> 3 THEN \
+                 RAISE EXCEPTION 'the schema table changed'; END IF; END $$",
+        );
+    }
+}

@@ -1,0 +1,438 @@
+//! The library on PostgreSQL: the Library list and its full-text index (a `tsvector` per
+//! document, title and authors weighted above the text), tags, and the rebuild.
+//!
+//! Accents are folded in Gleaner, before the text is stored and in each query, as SQLite's
+//! `remove_diacritics` does, so no server extension is needed.
+
+use unicode_normalization::UnicodeNormalization as _;
+
+use super::rows::Conn;
+use super::{Db, transaction};
+use crate::engine::queue::{Hit, Indexed, LibraryQuery, Reindexed, Result};
+use crate::engine::sqlite::search::lead;
+use crate::engine::sqlite::snippet::{CLOSE, OPEN, marked};
+use crate::engine::tags::{clean, key, normalise, split_tag_terms};
+
+/// Lower case, without accents: the form both the index and a query are made of.
+pub(super) fn fold(text: &str) -> String {
+    text.nfd()
+        .filter(|c| !unicode_normalization::char::is_combining_mark(*c))
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+#[cfg(test)]
+fn tsquery(text: &str) -> Option<String> {
+    parse_query(text).map(|(q, _)| q)
+}
+
+/// A word the snippet marks: folded, and whether it is a prefix.
+type Term = (String, bool);
+
+/// A query in the index's terms (a `tsquery`), and the words a match has: words (all
+/// required), `"a phrase"`, `word*` (a prefix), `OR` between two terms, `-word` (without).
+/// Anything else in the text is a separator, so any text is a query; `None` when no word is
+/// left.
+fn parse_query(text: &str) -> Option<(String, Vec<Term>)> {
+    let folded = fold(text);
+    let mut marks: Vec<Term> = Vec::new();
+    let mut terms: Vec<String> = Vec::new();
+    let mut pending_or = false;
+    let mut chars = folded.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+            continue;
+        }
+        let mut negate = false;
+        let raw: String = if c == '"' {
+            chars.next();
+            let phrase: String = chars.by_ref().take_while(|&c| c != '"').collect();
+            phrase
+        } else {
+            if c == '-' {
+                negate = true;
+                chars.next();
+            }
+            let mut word = String::new();
+            while let Some(&c) = chars.peek() {
+                if c.is_whitespace() {
+                    break;
+                }
+                word.push(c);
+                chars.next();
+            }
+            if word == "or" && !negate {
+                pending_or = !terms.is_empty();
+                continue;
+            }
+            word
+        };
+        let prefix = raw.ends_with('*');
+        let words: Vec<&str> = raw
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .collect();
+        if words.is_empty() {
+            continue;
+        }
+        let last = words.len() - 1;
+        if !negate {
+            marks.extend(
+                words
+                    .iter()
+                    .enumerate()
+                    .map(|(i, w)| (w.to_string(), prefix && i == last)),
+            );
+        }
+        let mut term = words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                if prefix && i == last {
+                    format!("'{w}':*")
+                } else {
+                    format!("'{w}'")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" <-> ");
+        if words.len() > 1 {
+            term = format!("({term})");
+        }
+        if negate {
+            term = format!("!{term}");
+        }
+        match (pending_or, terms.last_mut()) {
+            (true, Some(prev)) => *prev = format!("({prev} | {term})"),
+            _ => terms.push(term),
+        }
+        pending_or = false;
+    }
+    // A query of exclusions alone would match nearly everything: it finds nothing, as in SQLite.
+    if terms.iter().all(|t| t.starts_with('!')) {
+        return None;
+    }
+    Some((terms.join(" & "), marks))
+}
+
+/// Tokens a snippet spans, as SQLite's `snippet(…, 16)` does.
+const SNIPPET_TOKENS: usize = 16;
+
+/// The words of `body` around its first match of `terms`, each match between [`OPEN`] and
+/// [`CLOSE`], with `…` where the text goes on: what FTS5's `snippet()` gives, made here
+/// because `ts_headline` drops the punctuation at a fragment's ends.
+fn snippet(body: &str, terms: &[Term]) -> String {
+    let tokens: Vec<(usize, usize)> = {
+        let mut out = Vec::new();
+        let mut start = None;
+        for (i, c) in body.char_indices() {
+            match (c.is_alphanumeric(), start) {
+                (true, None) => start = Some(i),
+                (false, Some(s)) => {
+                    out.push((s, i));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(s) = start {
+            out.push((s, body.len()));
+        }
+        out
+    };
+    let matches = |&(a, b): &(usize, usize)| {
+        let word = fold(&body[a..b]);
+        terms.iter().any(|(t, prefix)| {
+            if *prefix {
+                word.starts_with(t.as_str())
+            } else {
+                word == *t
+            }
+        })
+    };
+    let first = tokens.iter().position(matches).unwrap_or(0);
+    let from = first.saturating_sub(SNIPPET_TOKENS / 4);
+    let to = (from + SNIPPET_TOKENS).min(tokens.len());
+    let from = to.saturating_sub(SNIPPET_TOKENS);
+    let mut out = String::new();
+    let mut at = match tokens.get(from) {
+        Some(_) if from > 0 => {
+            out.push('…');
+            tokens[from].0
+        }
+        _ => 0,
+    };
+    for token in &tokens[from..to] {
+        out.push_str(&body[at..token.0]);
+        if matches(token) {
+            out.push(OPEN);
+            out.push_str(&body[token.0..token.1]);
+            out.push(CLOSE);
+        } else {
+            out.push_str(&body[token.0..token.1]);
+        }
+        at = token.1;
+    }
+    if to < tokens.len() {
+        out.push('…');
+    } else {
+        out.push_str(&body[at..]);
+    }
+    out
+}
+
+/// Write a job's document into the index and the Library list, replacing its older version.
+pub(super) async fn index_in(tx: &impl Conn, job_id: i64, doc: &Indexed) -> Result<()> {
+    let authors = serde_json::to_string(&doc.author_list).ok();
+    tx.exec(
+        "INSERT INTO library (job_id, title, authors_line, body, authors, year, container, kind, \
+             pdf, tsv) \
+         VALUES ($1, $2, $3, $4, $5::text::jsonb, $6, $7, $8, $9, \
+             setweight(to_tsvector('simple', $10), 'A') || setweight(to_tsvector('simple', $11), 'B') \
+             || setweight(to_tsvector('simple', $12), 'D')) \
+         ON CONFLICT (job_id) DO UPDATE SET title = excluded.title, \
+             authors_line = excluded.authors_line, body = excluded.body, \
+             authors = excluded.authors, year = excluded.year, container = excluded.container, \
+             kind = excluded.kind, pdf = excluded.pdf, tsv = excluded.tsv",
+        &[
+            &job_id,
+            &doc.title,
+            &doc.authors,
+            &doc.body,
+            &authors,
+            &doc.year,
+            &doc.container,
+            &doc.kind,
+            &doc.pdf,
+            &fold(&doc.title),
+            &fold(&doc.authors),
+            &fold(&doc.body),
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn add_tags_in(tx: &impl Conn, job_id: i64, tags: &[String]) -> Result<()> {
+    for tag in tags {
+        tx.exec(
+            "INSERT INTO job_tags (tag, job_id, name) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+            &[&key(tag), &job_id, tag],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// What every hit reads after its first six columns, in [`hit_from_row`]'s order.
+const HIT_COLUMNS: &str = "j.host, l.authors::text, l.year, l.container, (j.meta -> 'tags')::text, \
+     b.name, j.batch_id, l.kind, l.pdf";
+
+/// The filters both queries share: a document, the host ($3), the batch ($4), and all of the
+/// tag keys in $5.
+const FILTERS: &str = "j.document IS NOT NULL AND ($3::text IS NULL OR j.host = $3) \
+     AND ($4::bigint IS NULL OR j.batch_id = $4) \
+     AND (cardinality($5::text[]) = 0 OR (SELECT count(*) FROM job_tags t \
+         WHERE t.job_id = j.id AND t.tag = ANY($5)) = cardinality($5::text[]))";
+
+fn listed_sql() -> String {
+    format!(
+        "SELECT j.id, j.url, j.title, j.document, substr(l.body, 1, 1000), 0.0::float8, \
+             {HIT_COLUMNS} \
+         FROM library l JOIN jobs j ON j.id = l.job_id LEFT JOIN batches b ON b.id = j.batch_id \
+         WHERE $1::text IS NULL AND {FILTERS} ORDER BY l.job_id DESC LIMIT $2"
+    )
+}
+
+/// How much of a hit's text its snippet is looked for in.
+const SNIPPET_READ: usize = 200_000;
+
+/// Ranked by `ts_rank` with weights title 1.0, authors 0.5, text 0.1 (as SQLite's BM25
+/// weights 10, 5, 1); each of the best hits comes with the start of its text, for
+/// [`snippet`].
+fn ranked_sql() -> String {
+    format!(
+        "WITH q AS (SELECT to_tsquery('simple', $1) AS q), \
+         top AS (SELECT l.job_id, ts_rank('{{0.1, 0.2, 0.5, 1.0}}', l.tsv, q.q)::float8 AS score \
+             FROM library l JOIN jobs j ON j.id = l.job_id, q \
+             WHERE l.tsv @@ q.q AND {FILTERS} ORDER BY score DESC, l.job_id DESC LIMIT $2) \
+         SELECT j.id, j.url, j.title, j.document, left(l.body, {SNIPPET_READ}), top.score, \
+             {HIT_COLUMNS} \
+         FROM top JOIN jobs j ON j.id = top.job_id JOIN library l ON l.job_id = top.job_id \
+             LEFT JOIN batches b ON b.id = j.batch_id \
+         ORDER BY top.score DESC, top.job_id DESC"
+    )
+}
+
+fn list_of(json: Option<String>) -> Vec<String> {
+    json.and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+fn hit_from_row(r: &tokio_postgres::Row) -> Hit {
+    Hit {
+        job_id: r.get(0),
+        url: r.get(1),
+        title: r.get(2),
+        document: r.get(3),
+        snippet: r.get::<_, Option<String>>(4).unwrap_or_default(),
+        score: r.get(5),
+        host: r.get(6),
+        authors: list_of(r.get(7)),
+        year: r.get(8),
+        container: r.get(9),
+        tags: list_of(r.get(10)),
+        batch: r.get(11),
+        batch_id: r.get(12),
+        kind: r.get(13),
+        pdf: r.get(14),
+    }
+}
+
+pub(super) async fn library(db: &Db, q: &LibraryQuery) -> Result<Vec<Hit>> {
+    let (text, mut tags) = split_tag_terms(&q.text);
+    if let Some(k) = q.tag.as_deref().and_then(clean).map(|t| key(&t))
+        && !tags.contains(&k)
+    {
+        tags.push(k);
+    }
+    let host = q.host.clone();
+    let limit = i64::from(q.limit);
+    let c = db.client().await?;
+    if text.trim().is_empty() {
+        let rows = c
+            .query_rows(
+                &listed_sql(),
+                &[&None::<String>, &limit, &host, &q.batch_id, &tags],
+            )
+            .await?;
+        return Ok(rows
+            .iter()
+            .map(|r| {
+                let mut hit = hit_from_row(r);
+                hit.snippet = lead(&hit.snippet);
+                hit
+            })
+            .collect());
+    }
+    let Some((query, terms)) = parse_query(&text) else {
+        return Ok(Vec::new());
+    };
+    let rows = c
+        .query_rows(&ranked_sql(), &[&query, &limit, &host, &q.batch_id, &tags])
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let mut hit = hit_from_row(r);
+            hit.snippet = marked(&snippet(&hit.snippet, &terms));
+            hit
+        })
+        .collect())
+}
+
+pub(super) async fn clear_index(db: &Db) -> Result<()> {
+    transaction!(db, |tx| {
+        tx.exec("DELETE FROM library", &[]).await?;
+    })
+}
+
+pub(super) async fn reindex(db: &Db, documents: &[(i64, String, Indexed)]) -> Result<Reindexed> {
+    transaction!(db, |tx| {
+        let mut out = Reindexed::default();
+        for (job_id, path, doc) in documents {
+            let rows = tx
+                .query_rows("SELECT document FROM jobs WHERE id = $1", &[job_id])
+                .await?;
+            let newest: Option<String> = rows.first().and_then(|r| r.get(0));
+            if newest.as_deref() == Some(path.as_str()) {
+                index_in(&tx, *job_id, doc).await?;
+                out.indexed += 1;
+            } else {
+                out.passed_over += 1;
+            }
+        }
+        out
+    })
+}
+
+pub(super) async fn job_tags(db: &Db, job_id: i64) -> Result<Vec<String>> {
+    let rows = db
+        .client()
+        .await?
+        .query_rows(
+            "SELECT (meta -> 'tags')::text FROM jobs WHERE id = $1",
+            &[&job_id],
+        )
+        .await?;
+    Ok(list_of(rows.first().and_then(|r| r.get(0))))
+}
+
+pub(super) async fn tag_counts(db: &Db) -> Result<Vec<(String, u64)>> {
+    let rows = db
+        .client()
+        .await?
+        .query_rows(
+            "SELECT min(name), count(*) FROM job_tags GROUP BY tag ORDER BY count(*) DESC, tag",
+            &[],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| (r.get(0), r.get::<_, i64>(1) as u64))
+        .collect())
+}
+
+pub(super) async fn set_tags(db: &Db, job_id: i64, tags: &[String]) -> Result<Option<Vec<String>>> {
+    let tags = normalise(tags);
+    let listed = serde_json::to_string(&tags)?;
+    transaction!(db, |tx| {
+        // A job's metadata that is not an object is replaced by its tags, as in SQLite.
+        let changed = tx
+            .exec(
+                "UPDATE jobs SET meta = nullif(CASE WHEN jsonb_typeof(meta) = 'object' \
+                     THEN meta ELSE '{}'::jsonb END - 'tags' \
+                     || CASE WHEN $2::text = '[]' THEN '{}'::jsonb \
+                         ELSE jsonb_build_object('tags', $2::text::jsonb) END, '{}'::jsonb) \
+                 WHERE id = $1",
+                &[&job_id, &listed],
+            )
+            .await?;
+        if changed == 0 {
+            None
+        } else {
+            tx.exec("DELETE FROM job_tags WHERE job_id = $1", &[&job_id])
+                .await?;
+            add_tags_in(&tx, job_id, &tags).await?;
+            Some(tags.clone())
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn any_text_is_a_query_of_words() {
+        assert_eq!(
+            tsquery("Café  résumé").as_deref(),
+            Some("'cafe' & 'resume'")
+        );
+        assert_eq!(
+            tsquery("\"deep learning\" OR neural").as_deref(),
+            Some("(('deep' <-> 'learning') | 'neural')")
+        );
+        assert_eq!(
+            tsquery("transl* -draft").as_deref(),
+            Some("'transl':* & !'draft'")
+        );
+        assert_eq!(
+            tsquery("C++ (draft\" NEAR/").as_deref(),
+            Some("'c' & 'draft' & 'near'")
+        );
+        assert_eq!(tsquery("-only"), None);
+        assert_eq!(tsquery("!!! ***"), None);
+    }
+}

@@ -1,0 +1,55 @@
+//! The PostgreSQL schema's versions (`src-tauri/migrations-postgres`), applied in order in one
+//! transaction and recorded in `gleaner_schema`, under an advisory lock so that members
+//! starting together take turns.
+
+use crate::engine::queue::{QueueError, Result};
+
+/// Schema versions, applied in order. Never edit a released one: add the next.
+pub(super) const MIGRATIONS: &[&str] = &[
+    include_str!("../../../migrations-postgres/0001_queue.sql"),
+    include_str!("../../../migrations-postgres/0002_shared_documents.sql"),
+];
+
+/// The lock every migrating member takes (an arbitrary key of Gleaner's own).
+const MIGRATION_LOCK: i64 = 0x0067_6c65_616e_6572;
+
+/// Bring the schema up to date, or say that it is newer than this Gleaner knows (and then
+/// change nothing).
+pub(super) async fn migrate(client: &mut deadpool_postgres::Object) -> Result<()> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS gleaner_schema (version integer PRIMARY KEY, \
+             applied_at timestamptz NOT NULL DEFAULT now())",
+    )
+    .await?;
+    let found: i32 = tx
+        .query_one("SELECT coalesce(max(version), 0) FROM gleaner_schema", &[])
+        .await?
+        .get(0);
+    check_version(i64::from(found))?;
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        let version = i as i32 + 1;
+        tx.batch_execute(sql).await?;
+        tx.execute(
+            "INSERT INTO gleaner_schema (version) VALUES ($1)",
+            &[&version],
+        )
+        .await?;
+        tracing::debug!(version, "PostgreSQL schema brought up to date");
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The version `found` is one this Gleaner cannot read.
+pub(super) fn check_version(found: i64) -> Result<()> {
+    if found > MIGRATIONS.len() as i64 {
+        return Err(QueueError::NewerPostgresSchema {
+            found,
+            known: MIGRATIONS.len(),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,359 @@
+//! The worker's steps on PostgreSQL: the group commit with its claim, the heartbeat, recovery
+//! of jobs whose worker is gone, and put-backs.
+
+use super::documents::{Stored, store_in};
+use super::outcomes::{
+    AttemptRef, PutBack, apply_failure, complete_in, fail_in, kept_in, next_in, put_back_in,
+    would_die,
+};
+use super::rows::{Conn, JOB_COLUMNS, JOB_WIDTH, job_from_row};
+use super::{Db, transaction};
+use crate::engine::clock::Millis;
+use crate::engine::policy::{Failure, FailureKind, Policy};
+use crate::engine::queue::{
+    ClaimRequest, Claimed, Failed, Finish, Job, Liveness, Result, Settled, Stage,
+};
+
+fn done_or_discarded(held: bool) -> Settled {
+    if held {
+        Settled::Done
+    } else {
+        Settled::Discarded
+    }
+}
+
+/// What a finished job's outcome asks others to notice: a freed slot or a job due again.
+async fn settle(
+    tx: &impl Conn,
+    (claimed, finish, stored): (&Claimed, &Finish, Option<&Stored>),
+    policy: &Policy,
+    now: Millis,
+) -> Result<Settled> {
+    let settled = settle_row(tx, claimed, finish, policy, now).await?;
+    // The document goes to the other members with the success (or the stage) that saved it.
+    if let (Settled::Done, Some(doc)) = (&settled, stored) {
+        store_in(tx, claimed.job_id, doc).await?;
+    }
+    Ok(settled)
+}
+
+async fn settle_row(
+    tx: &impl Conn,
+    claimed: &Claimed,
+    finish: &Finish,
+    policy: &Policy,
+    now: Millis,
+) -> Result<Settled> {
+    Ok(match finish {
+        Finish::Success(success) => {
+            done_or_discarded(complete_in(tx, claimed, success, policy, now).await?)
+        }
+        Finish::Failure { failure, unit }
+            if claimed.stage == Some(Stage::Pdf)
+                && would_die(tx, claimed, failure, policy, now, *unit).await? =>
+        {
+            done_or_discarded(kept_in(tx, claimed, failure, now).await?)
+        }
+        Finish::Failure { failure, unit } => fail_in(tx, claimed, failure, policy, now, *unit)
+            .await?
+            .map_or(Settled::Discarded, Settled::Failed),
+        Finish::Next(next) => done_or_discarded(next_in(tx, claimed, next, now).await?),
+        Finish::Kept(failure) => done_or_discarded(kept_in(tx, claimed, failure, now).await?),
+        Finish::Offline(failure) => put_back_in(tx, claimed, failure, now, PutBack::Offline)
+            .await?
+            .map_or(Settled::Discarded, Settled::Offline),
+        Finish::Local(failure) => put_back_in(tx, claimed, failure, now, PutBack::Local)
+            .await?
+            .map_or(Settled::Discarded, Settled::Local),
+    })
+}
+
+/// The claim request as the claim function takes it.
+struct ClaimArgs {
+    owner: String,
+    lease_until: Millis,
+    per_host: i32,
+    max: i32,
+    intervals: String,
+}
+
+impl ClaimArgs {
+    fn of(req: &ClaimRequest<'_>, now: Millis) -> Self {
+        let intervals: serde_json::Map<String, serde_json::Value> = req
+            .intervals
+            .iter()
+            .map(|(h, d)| (h.clone(), serde_json::json!(d.as_millis() as u64)))
+            .collect();
+        Self {
+            owner: req.owner.to_string(),
+            lease_until: now + req.lease.as_millis() as Millis,
+            per_host: i32::try_from(req.per_host).unwrap_or(i32::MAX),
+            max: i32::try_from(req.max).unwrap_or(i32::MAX),
+            intervals: serde_json::Value::Object(intervals).to_string(),
+        }
+    }
+}
+
+const CLAIM_SQL: &str = "SELECT c_id, c_url, c_host, c_attempts, c_meta, c_stage, c_target, \
+         c_document, c_throttled FROM gleaner_claim($1, $2, $3, $4, $5, $6::text::jsonb)";
+
+async fn claim_in(tx: &impl Conn, args: &ClaimArgs, now: Millis) -> Result<Vec<Claimed>> {
+    let rows = tx
+        .query_rows(
+            CLAIM_SQL,
+            &[
+                &args.owner,
+                &now,
+                &args.lease_until,
+                &args.per_host,
+                &args.max,
+                &args.intervals,
+            ],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let url: String = r.get(1);
+            let stage = r
+                .get::<_, Option<&str>>(5)
+                .and_then(Stage::parse)
+                .or_else(|| Stage::initial(&url));
+            let document: Option<String> = r.get(7);
+            Claimed {
+                job_id: r.get(0),
+                url,
+                host: r.get(2),
+                attempt: u32::try_from(r.get::<_, i32>(3)).unwrap_or(0),
+                started_at: now,
+                owner: args.owner.clone(),
+                throttled: r.get(8),
+                reference: r
+                    .get::<_, Option<&str>>(4)
+                    .and_then(|m| serde_json::from_str(m).ok()),
+                stage,
+                target: r.get(6),
+                document: document.filter(|_| stage == Some(Stage::Pdf)),
+            }
+        })
+        .collect())
+}
+
+pub(super) async fn step(
+    db: &Db,
+    finished: &[(Claimed, Finish)],
+    stored: &[Option<Stored>],
+    policy: &Policy,
+    now: Millis,
+    claim: Option<&ClaimRequest<'_>>,
+) -> Result<(Vec<Settled>, Vec<Claimed>)> {
+    let args = claim.filter(|r| r.max > 0).map(|r| ClaimArgs::of(r, now));
+    let client = db.client().await?;
+    let out = step_on(db, &client, finished, stored, policy, now, args.as_ref()).await;
+    if out.is_err() {
+        // The connection goes back to the pool: out of the transaction (a broken one is
+        // dropped by the pool when it cannot be recycled).
+        let _ = client.batch("ROLLBACK").await;
+    }
+    out
+}
+
+/// The step's transaction, sent in two round trips: `BEGIN` with the outcomes and the wake-up
+/// notice (each job's statements in order, the jobs' side by side: tokio-postgres pipelines
+/// them on the connection), then the claim, which must count the slots the outcomes freed,
+/// with `COMMIT` behind it. A claim that fails turns that `COMMIT` into a rollback.
+async fn step_on(
+    db: &Db,
+    c: &deadpool_postgres::Object,
+    finished: &[(Claimed, Finish)],
+    stored: &[Option<Stored>],
+    policy: &Policy,
+    now: Millis,
+    args: Option<&ClaimArgs>,
+) -> Result<(Vec<Settled>, Vec<Claimed>)> {
+    let begin = async {
+        c.batch("BEGIN").await?;
+        if db.fast_steps {
+            c.batch("SET LOCAL synchronous_commit = off").await?;
+        }
+        Ok::<(), crate::engine::queue::QueueError>(())
+    };
+    let settling = futures_util::future::try_join_all(finished.iter().zip(stored).map(
+        |((claimed, finish), stored)| settle(c, (claimed, finish, stored.as_ref()), policy, now),
+    ));
+    // Every outcome frees a connection of its host or puts a job back: another member's
+    // worker may have waited for it.
+    let notifying = async {
+        if finished.is_empty() {
+            Ok(())
+        } else {
+            db.notify(c).await
+        }
+    };
+    let ((), settled, ()) = futures_util::future::try_join3(begin, settling, notifying).await?;
+    let claiming = async {
+        match args {
+            Some(args) => claim_in(c, args, now).await,
+            None => Ok(Vec::new()),
+        }
+    };
+    let (claimed, ()) = futures_util::future::try_join(claiming, c.batch("COMMIT")).await?;
+    Ok((settled, claimed))
+}
+
+pub(super) async fn refresh(db: &Db, owner: &str, lease_until: Millis) -> Result<u64> {
+    let client = db.client().await?;
+    client
+        .exec(
+            "UPDATE jobs SET lease_until = $2 WHERE status = 'running' AND lease_owner = $1",
+            &[&owner, &lease_until],
+        )
+        .await
+}
+
+/// A running job as recovery reads it: the row, its owner, lease and attempt start.
+pub(super) struct Running {
+    pub(super) job: Job,
+    pub(super) owner: Option<String>,
+    pub(super) lease_until: Option<Millis>,
+    pub(super) started_at: Millis,
+}
+
+/// Every running job, for recovery to judge (outside the async code: the judge is a callback).
+pub(super) async fn running(db: &Db) -> Result<Vec<Running>> {
+    let client = db.client().await?;
+    let rows = client
+        .query_rows(
+            &format!(
+                "SELECT {JOB_COLUMNS}, j.lease_owner, j.lease_until, \
+                     coalesce(j.attempt_started_at, j.updated_at) \
+                 FROM jobs j LEFT JOIN batches b ON b.id = j.batch_id WHERE j.status = 'running'"
+            ),
+            &[],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| Running {
+            job: job_from_row(r),
+            owner: r.get(JOB_WIDTH),
+            lease_until: r.get(JOB_WIDTH + 1),
+            started_at: r.get(JOB_WIDTH + 2),
+        })
+        .collect())
+}
+
+/// Put back the jobs recovery judged gone, if each is still running under the same owner and
+/// attempt (its worker may have finished it meanwhile), counting the interrupted attempt.
+pub(super) async fn recover(
+    db: &Db,
+    gone: &[(&Running, bool)],
+    policy: &Policy,
+    now: Millis,
+) -> Result<Vec<Failed>> {
+    transaction!(db, |tx| {
+        tx.exec(
+            "UPDATE batches SET open = false WHERE open AND NOT EXISTS (SELECT 1 FROM jobs \
+                 WHERE jobs.batch_id = batches.id AND jobs.status IN ('pending', 'running'))",
+            &[],
+        )
+        .await?;
+        let mut out = Vec::new();
+        for (r, expired) in gone {
+            let still = tx
+                .query_rows(
+                    "SELECT 1 FROM jobs WHERE id = $1 AND status = 'running' \
+                         AND lease_owner IS NOT DISTINCT FROM $2 AND attempts = $3 \
+                     FOR UPDATE SKIP LOCKED",
+                    &[&r.job.id, &r.owner, &(r.job.attempts as i32)],
+                )
+                .await?;
+            if still.is_empty() {
+                continue;
+            }
+            let attempt = AttemptRef {
+                job_id: r.job.id,
+                number: r.job.attempts,
+                started_at: r.started_at,
+                worker: r.owner.as_deref(),
+                stage: r.job.stage.or_else(|| Stage::initial(&r.job.url)),
+            };
+            let failure = Failure::new(
+                FailureKind::Interrupted,
+                if *expired {
+                    "interrupted: the worker's lease expired"
+                } else {
+                    "interrupted: the worker stopped"
+                },
+            );
+            out.push(apply_failure(&tx, &r.job, Some(&attempt), &failure, policy, now, 0.0).await?);
+        }
+        if !out.is_empty() {
+            db.notify(&tx).await?;
+        }
+        out
+    })
+}
+
+/// Whether recovery takes a running job back: its owner is gone, or cannot be judged here and
+/// its lease has expired. The second value: the lease had expired.
+pub(super) fn judge(r: &Running, now: Millis, liveness: &dyn Fn(&str) -> Liveness) -> Option<bool> {
+    let expired = r.lease_until.is_none_or(|t| t < now);
+    let recover = match r.owner.as_deref().map_or(Liveness::Gone, liveness) {
+        Liveness::Alive => false,
+        Liveness::Gone => true,
+        Liveness::Unknown => expired,
+    };
+    recover.then_some(expired)
+}
+
+pub(super) async fn put_back(
+    db: &Db,
+    owner: &str,
+    only: Option<&[i64]>,
+    reason: &str,
+    now: Millis,
+) -> Result<Vec<i64>> {
+    transaction!(db, |tx| {
+        let rows = tx
+            .query_rows(
+                "SELECT id, url, host, attempts, coalesce(attempt_started_at, updated_at), stage \
+                 FROM jobs WHERE status = 'running' AND lease_owner = $1 FOR UPDATE",
+                &[&owner],
+            )
+            .await?;
+        let failure = Failure::new(FailureKind::Local, reason);
+        let mut out = Vec::new();
+        for r in &rows {
+            let job_id: i64 = r.get(0);
+            if only.is_some_and(|ids| !ids.contains(&job_id)) {
+                continue;
+            }
+            let url: String = r.get(1);
+            let stage = r.get::<_, Option<&str>>(5).and_then(Stage::parse);
+            let claimed = Claimed {
+                job_id,
+                stage: stage.or_else(|| Stage::initial(&url)),
+                url,
+                host: r.get(2),
+                attempt: u32::try_from(r.get::<_, i32>(3)).unwrap_or(0),
+                started_at: r.get(4),
+                owner: owner.to_string(),
+                throttled: false,
+                reference: None,
+                target: None,
+                document: None,
+            };
+            if put_back_in(&tx, &claimed, &failure, now, PutBack::Local)
+                .await?
+                .is_some()
+            {
+                out.push(job_id);
+            }
+        }
+        if !out.is_empty() {
+            db.notify(&tx).await?;
+        }
+        out
+    })
+}

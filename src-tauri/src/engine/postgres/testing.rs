@@ -1,0 +1,60 @@
+//! The PostgreSQL server the tests use: `GLEANER_TEST_DATABASE_URL` (scripts/test.sh starts a
+//! throwaway one and sets it). Each caller gets a schema of its own, so tests run in parallel
+//! and never see each other's jobs or wake-ups.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio_postgres::NoTls;
+
+/// The variable that names the test server.
+pub const TEST_DATABASE_ENV: &str = "GLEANER_TEST_DATABASE_URL";
+
+/// A new, empty schema on the test server, as an address whose connections use it. Panics
+/// when there is no server, saying how to get one: a suite that skips itself unseen is worse
+/// than one that fails.
+pub fn fresh_database_url() -> String {
+    let Ok(base) = std::env::var(TEST_DATABASE_ENV) else {
+        panic!(
+            "the PostgreSQL half of the tests needs a server: run scripts/test.sh (it starts \
+             one), or export {TEST_DATABASE_ENV}=postgres://user@host:port/database"
+        );
+    };
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let schema = format!(
+        "t{}_{}_{nanos}",
+        std::process::id(),
+        COUNT.fetch_add(1, Ordering::Relaxed)
+    );
+    execute(&base, &format!("CREATE SCHEMA {schema}"));
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{sep}options=-c%20search_path%3D{schema}")
+}
+
+/// Run `sql` (statements) on the database at `url`, as a test's way around the queue.
+pub fn execute(url: &str, sql: &str) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    // A thread of its own: the caller may be inside a runtime (a tokio test).
+    let (url, sql) = (url.to_string(), sql.to_string());
+    std::thread::spawn(move || {
+        rt.block_on(async move {
+            let (client, connection) = url
+                .parse::<tokio_postgres::Config>()
+                .expect("a PostgreSQL address")
+                .connect(NoTls)
+                .await
+                .unwrap_or_else(|e| panic!("cannot connect to the test server: {e}"));
+            let driver = tokio::spawn(connection);
+            client.batch_execute(&sql).await.expect("statements");
+            drop(client);
+            let _ = driver.await;
+        })
+    })
+    .join()
+    .expect("statement thread");
+}

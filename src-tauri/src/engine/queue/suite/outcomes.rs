@@ -1,0 +1,392 @@
+//! How attempts end: backoff and death with their history, rate limits, group commits, leases and recovery.
+//!
+//! Each test runs on every backend (see [`super`]).
+
+#![allow(unused_imports)]
+
+use std::time::Duration;
+
+use crate::engine::clock::Millis;
+use crate::engine::policy::{Decision, Failure, FailureKind, HostIntervals, NO_INTERVALS, Policy};
+use crate::engine::queue::{
+    ActionResult, ClaimRequest, Claimed, Enqueued, Finish, Hit, Indexed, LibraryQuery, Liveness,
+    NewJob, Next, Queue, Reference, Settled, Stage, StallKind, StallState, Status, Success,
+};
+use crate::engine::sqlite::RECOVERY_STREAK;
+use crate::engine::sqlite::testing::job;
+
+super::on_every_backend! {
+    fn a_cancelled_attempt_is_closed_and_a_late_result_replaces_it(s) {
+        let policy = Policy::default();
+        s.enqueue(None, &[job("http://a.example/1")], 5, 0)
+            .expect("enqueue");
+        let c = s
+            .claim("w", 10, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("a job");
+        let running = s.attempts(c.job_id).expect("attempts");
+        assert_eq!(running.len(), 1);
+        assert_eq!((running[0].started_at, running[0].finished_at), (10, None));
+        s.cancel(&[c.job_id], 20).expect("cancel");
+        let cancelled = s.attempts(c.job_id).expect("attempts");
+        assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+        assert_eq!(cancelled[0].outcome.as_deref(), Some("cancelled"));
+        assert_eq!(cancelled[0].worker.as_deref(), Some("w"));
+        let success = Success {
+            final_url: c.url.clone(),
+            http_status: 200,
+            title: None,
+            document: None,
+            content_type: None,
+            sha256: None,
+            reference: None,
+            index: None,
+        };
+        let step = s
+            .step(
+                &mut vec![(c.clone(), Finish::Success(success))],
+                &policy,
+                30,
+                None,
+            )
+            .expect("step");
+        assert!(matches!(step.settled[0].2, Settled::Discarded));
+        let late = s.attempts(c.job_id).expect("attempts");
+        assert_eq!(late.len(), 1, "one row per attempt: {late:?}");
+        assert_eq!(late[0].outcome.as_deref(), Some("success_discarded"));
+        // Deleted after it was cancelled: the late result has nothing to add to.
+        s.delete(&[c.job_id]).expect("delete");
+        let failure = Failure::new(FailureKind::Timeout, "timed out");
+        s.step(
+            &mut vec![(c, Finish::Failure { failure, unit: 0.0 })],
+            &policy,
+            40,
+            None,
+        )
+        .expect("a late result for a deleted job does not fail the step");
+    }
+
+    fn a_failure_backs_off_then_dies_with_its_history(s) {
+        s.enqueue(None, &[job("http://a.example/")], 2, 0)
+            .expect("enqueue");
+        let policy = Policy {
+            jitter: 0.0,
+            max_retries: 2,
+            ..Policy::default()
+        };
+        let mut now = 0;
+        let mut f = Failure::new(FailureKind::ServerError, "500 Internal Server Error");
+        f.http_status = Some(500);
+        for expected_delay in [30_000, 60_000] {
+            let c = s
+                .claim("w", now, Duration::from_secs(60), 2)
+                .expect("claim")
+                .expect("due");
+            let failed = s
+                .fail(&c, &f, &policy, now, 0.0)
+                .expect("fail")
+                .expect("held");
+            assert_eq!(failed.job.status, Status::Pending);
+            assert_eq!(failed.job.retry_after, Some(now + expected_delay));
+            now += expected_delay;
+        }
+        let c = s
+            .claim("w", now, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("due");
+        let failed = s
+            .fail(&c, &f, &policy, now, 0.0)
+            .expect("fail")
+            .expect("held");
+        assert_eq!(failed.job.status, Status::Dead);
+        assert_eq!(failed.job.attempts, 3);
+        let history = s.attempts(failed.job.id).expect("attempts");
+        assert_eq!(history.len(), 3);
+        assert_eq!(history[0].delay_ms, Some(30_000));
+        assert_eq!(history[2].delay_ms, None);
+        assert!(
+            history
+                .iter()
+                .all(|a| a.outcome.as_deref() == Some("transient"))
+        );
+
+        // A manual retry gives a fresh budget and keeps the history.
+        let ids = s.retry_dead(None, 2, now).expect("retry");
+        assert_eq!(ids, vec![failed.job.id]);
+        let revived = s.job(failed.job.id).expect("read").expect("job");
+        assert_eq!(
+            (
+                revived.status,
+                revived.error_class,
+                revived.error.as_deref()
+            ),
+            (Status::Pending, None, None),
+            "no death verdict on a job queued again"
+        );
+        assert_eq!(s.attempts(revived.id).expect("attempts").len(), 3);
+        let c = s
+            .claim("w", now, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("due again");
+        let failed = s
+            .fail(&c, &f, &policy, now, 0.0)
+            .expect("fail")
+            .expect("held");
+        assert_eq!(
+            failed.decision,
+            Decision::Retry {
+                delay: Duration::from_secs(30),
+                retry: Some((1, 2)),
+                pause_host: None
+            }
+        );
+        assert_eq!(s.attempts(failed.job.id).expect("attempts").len(), 4);
+    }
+
+    fn a_rate_limit_throttles_the_host_until_a_run_of_successes(s) {
+        let jobs: Vec<_> = (0..30)
+            .map(|i| job(&format!("http://a.example/{i}")))
+            .collect();
+        s.enqueue(None, &jobs, 5, 0).expect("enqueue");
+        let policy = Policy {
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let ok = Success {
+            http_status: 200,
+            ..Success::default()
+        };
+        let lease = Duration::from_secs(60);
+        let first = s.claim("w", 0, lease, 2).expect("claim").expect("job");
+        let f = Failure::new(FailureKind::RateLimited, "429 Too Many Requests");
+        s.fail(&first, &f, &policy, 0, 0.0)
+            .expect("fail")
+            .expect("held");
+        let after = 31_000;
+        assert_eq!(s.hosts(after).expect("hosts")[0].concurrency_limit, Some(1));
+        let stats = s.stats(after).expect("stats");
+        assert_eq!(stats.throttled_hosts.len(), 1, "visible in stats");
+        let one = s.claim("w", after, lease, 2).expect("claim").expect("one");
+        assert!(
+            s.claim("w", after, lease, 2).expect("claim").is_none(),
+            "throttled to 1 connection"
+        );
+        s.complete(&one, &ok, &policy, after).expect("done");
+        for _ in 1..RECOVERY_STREAK {
+            let c = s.claim("w", after, lease, 2).expect("claim").expect("job");
+            s.complete(&c, &ok, &policy, after).expect("done");
+        }
+        // Ten successes in a row: back to the policy's 2, and no limit of its own any more.
+        assert!(s.hosts(after).expect("hosts").is_empty());
+        assert!(s.claim("w", after, lease, 2).expect("claim").is_some());
+        assert!(s.claim("w", after, lease, 2).expect("claim").is_some());
+    }
+
+    fn retries_used_counts_only_the_retries_the_budget_paid_for(s) {
+        s.enqueue(None, &[job("http://a.example/1")], 2, 0)
+            .expect("enqueue");
+        let policy = Policy {
+            jitter: 0.0,
+            max_retries: 2,
+            ..Policy::default()
+        };
+        let lease = Duration::from_secs(60);
+        let mut now = 0;
+        let mut attempt = |kind: FailureKind| {
+            // An hour apart: past any backoff or host pause these failures set.
+            now += 3_600_000;
+            let c = s.claim("w", now, lease, 2).expect("claim").expect("due");
+            s.fail(&c, &Failure::new(kind, "failed"), &policy, now, 0.0)
+                .expect("fail")
+                .expect("held");
+            let j = s.job(c.job_id).expect("read").expect("job");
+            (j.attempts, j.retries_used, j.status)
+        };
+        // Rate-limit waits spend nothing.
+        assert_eq!(attempt(FailureKind::RateLimited), (1, 0, Status::Pending));
+        assert_eq!(attempt(FailureKind::RateLimited), (2, 0, Status::Pending));
+        // Two retries are paid for; the third failure finds the budget spent and buys none.
+        assert_eq!(attempt(FailureKind::Timeout), (3, 1, Status::Pending));
+        assert_eq!(attempt(FailureKind::Timeout), (4, 2, Status::Pending));
+        assert_eq!(attempt(FailureKind::Timeout), (5, 2, Status::Dead));
+    }
+
+    fn one_step_commits_a_group_of_outcomes_and_claims_the_freed_slots(s) {
+        let jobs: Vec<_> = (0..6)
+            .map(|i| job(&format!("http://h{i}.example/")))
+            .collect();
+        s.enqueue(None, &jobs, 5, 0).expect("enqueue");
+        let policy = Policy {
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let request = ClaimRequest {
+            owner: "w",
+            lease: Duration::from_secs(60),
+            per_host: 2,
+            intervals: &NO_INTERVALS,
+            max: 3,
+        };
+        let first = s
+            .step(&mut Vec::new(), &policy, 10, Some(&request))
+            .expect("step");
+        assert!(first.settled.is_empty());
+        let ids: Vec<i64> = first.claimed.iter().map(|c| c.job_id).collect();
+        assert_eq!(ids, [1, 2, 3]);
+        // Job 2 is cancelled while in flight: its success is discarded, the others commit.
+        s.cancel(&[2], 11).expect("cancel");
+        let mut server = Failure::new(FailureKind::ServerError, "500 Internal Server Error");
+        server.http_status = Some(500);
+        let ok = Success {
+            http_status: 200,
+            ..Success::default()
+        };
+        let mut finished = vec![
+            (first.claimed[0].clone(), Finish::Success(ok.clone())),
+            (first.claimed[1].clone(), Finish::Success(ok)),
+            (
+                first.claimed[2].clone(),
+                Finish::Failure {
+                    failure: server,
+                    unit: 0.0,
+                },
+            ),
+        ];
+        let second = s
+            .step(&mut finished, &policy, 12, Some(&request))
+            .expect("step");
+        let results: Vec<(i64, &str)> = second
+            .settled
+            .iter()
+            .map(|(c, _, settled)| {
+                (
+                    c.job_id,
+                    match settled {
+                        Settled::Done => "done",
+                        Settled::Failed(f) => f.job.status.as_str(),
+                        Settled::Offline(_) => "offline",
+                        Settled::Local(_) => "local",
+                        Settled::Discarded => "discarded",
+                    },
+                )
+            })
+            .collect();
+        assert_eq!(results, [(1, "done"), (2, "discarded"), (3, "pending")]);
+        let ids: Vec<i64> = second.claimed.iter().map(|c| c.job_id).collect();
+        assert_eq!(ids, [4, 5, 6], "job 3 waits 30 s for its retry");
+        // The whole step is one transaction: every outcome and claim is in the database.
+        assert_eq!(s.job(3).expect("job").expect("row").run_at, 12 + 30_000);
+        assert_eq!(s.stats(12).expect("stats").running, 3);
+    }
+
+    fn a_lost_lease_cannot_complete(s) {
+        s.enqueue(None, &[job("http://a.example/")], 5, 0)
+            .expect("enqueue");
+        let c = s
+            .claim("w", 0, Duration::from_secs(60), 2)
+            .expect("claim")
+            .expect("job");
+        s.cancel(&[c.job_id], 1).expect("cancel");
+        let done = s
+            .complete(
+                &c,
+                &Success {
+                    http_status: 200,
+                    ..Success::default()
+                },
+                &Policy::default(),
+                2,
+            )
+            .expect("complete");
+        assert!(done.is_none());
+        assert_eq!(
+            s.job(c.job_id).expect("job").expect("row").status,
+            Status::Cancelled
+        );
+    }
+
+    /// A worker on another machine cannot be asked whether it lives (`Unknown`): its lease
+    /// decides, and the heartbeat keeps the lease ahead of the clock.
+    fn a_refreshed_lease_outlives_its_first_expiry_and_only_its_owners_jobs_are_refreshed(s) {
+        s.enqueue(
+            None,
+            &[job("http://a.example/1"), job("http://b.example/2")],
+            1,
+            0,
+        )
+        .expect("enqueue");
+        let lease = Duration::from_secs(60);
+        let beating = s.claim("beating", 0, lease, 2).expect("claim").expect("1");
+        let silent = s.claim("silent", 0, lease, 2).expect("claim").expect("2");
+        assert_eq!(s.refresh("beating", 600_000).expect("refresh"), 1);
+        assert_eq!(s.refresh("nobody", 600_000).expect("refresh"), 0);
+        let unknown = |_: &str| Liveness::Unknown;
+        let recovered = s
+            .recover(&Policy::default(), 120_000, &unknown)
+            .expect("recover");
+        let ids: Vec<i64> = recovered.iter().map(|f| f.job.id).collect();
+        assert_eq!(ids, vec![silent.job_id]);
+        let kept = s.job(beating.job_id).expect("job").expect("row");
+        assert_eq!(kept.status, Status::Running);
+        // Past the refreshed lease it comes back too.
+        let later = s
+            .recover(&Policy::default(), 600_001, &unknown)
+            .expect("recover");
+        assert_eq!(later.len(), 1);
+        assert_eq!(later[0].job.id, beating.job_id);
+    }
+
+    fn recovery_requeues_orphans_and_counts_the_attempt(s) {
+        s.enqueue(
+            None,
+            &[job("http://a.example/1"), job("http://b.example/2")],
+            1,
+            0,
+        )
+        .expect("enqueue");
+        let lease = Duration::from_secs(60);
+        let dead_owner = s.claim("gone", 0, lease, 2).expect("claim").expect("1");
+        let live_owner = s.claim("alive", 0, lease, 2).expect("claim").expect("2");
+        let policy = Policy {
+            max_retries: 1,
+            ..Policy::default()
+        };
+        let judge = |o: &str| {
+            if o == "alive" {
+                Liveness::Alive
+            } else {
+                Liveness::Gone
+            }
+        };
+        let recovered = s.recover(&policy, 10, &judge).expect("recover");
+        assert_eq!(recovered.len(), 1);
+        let j = s.job(dead_owner.job_id).expect("job").expect("row");
+        assert_eq!((j.status, j.attempts, j.run_at), (Status::Pending, 1, 10));
+        assert_eq!(
+            s.job(live_owner.job_id).expect("job").expect("row").status,
+            Status::Running
+        );
+        let h = s.attempts(dead_owner.job_id).expect("attempts");
+        assert_eq!(h[0].outcome.as_deref(), Some("interrupted"));
+        // Crash again: with one retry allowed, the second interruption kills it.
+        let again = s
+            .claim("gone", 10, lease, 2)
+            .expect("claim")
+            .expect("again");
+        assert_eq!(again.job_id, dead_owner.job_id);
+        s.recover(&policy, 20, &judge).expect("recover");
+        assert_eq!(
+            s.job(again.job_id).expect("job").expect("row").status,
+            Status::Dead
+        );
+        // A live owner keeps its job past its lease (the wall clock jumped, or the laptop
+        // slept); an owner that cannot be judged loses it once the lease expires.
+        let kept = s.recover(&policy, 61_000, &judge).expect("recover");
+        assert!(kept.is_empty(), "{kept:?}");
+        let rec = s
+            .recover(&policy, 61_000, &|_| Liveness::Unknown)
+            .expect("recover");
+        assert_eq!(rec.len(), 1);
+        assert_eq!(rec[0].job.id, live_owner.job_id);
+    }
+}

@@ -1,0 +1,447 @@
+//! The library's search and listing.
+//!
+//! Each test runs on every backend (see [`super`]).
+
+#![allow(unused_imports)]
+
+use std::time::Duration;
+
+use crate::engine::clock::Millis;
+use crate::engine::policy::{Decision, Failure, FailureKind, HostIntervals, NO_INTERVALS, Policy};
+use crate::engine::queue::{
+    ActionResult, ClaimRequest, Claimed, Enqueued, Finish, Hit, Indexed, LibraryQuery, Liveness,
+    NewJob, Next, Queue, Reference, Settled, Stage, StallKind, StallState, Status, Success,
+};
+use crate::engine::sqlite::search::LEAD_CHARS;
+use crate::engine::sqlite::testing::job;
+
+/// A done job whose document is indexed, as the worker's success writes it.
+pub(crate) fn done(s: &dyn Queue, url: &str, title: &str, authors: &str, body: &str) -> i64 {
+    let doc = Indexed {
+        title: title.into(),
+        authors: authors.into(),
+        body: body.into(),
+        ..Indexed::default()
+    };
+    done_with(s, job(url), None, doc)
+}
+
+/// `new` queued (into `batch`, or a batch of its own), fetched and indexed as `doc`.
+pub(crate) fn done_with(s: &dyn Queue, new: NewJob, batch: Option<i64>, doc: Indexed) -> i64 {
+    let url = new.url.clone();
+    s.enqueue(batch, &[new], 5, 0).expect("enqueue");
+    let c = s
+        .claim("w", 1, Duration::from_secs(60), 8)
+        .expect("claim")
+        .expect("job");
+    let success = Success {
+        http_status: 200,
+        final_url: url,
+        title: Some(doc.title.clone()),
+        document: Some(format!("/lib/{}.md", c.job_id)),
+        index: Some(Box::new(doc)),
+        ..Success::default()
+    };
+    s.complete(&c, &success, &Policy::default(), 2)
+        .expect("complete")
+        .expect("done");
+    c.job_id
+}
+
+/// A done job with `tags`, whose text is `body`.
+pub(crate) fn tagged(s: &dyn Queue, url: &str, tags: &[&str], body: &str) -> i64 {
+    let new = NewJob {
+        reference: Some(Box::new(Reference {
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            ..Reference::default()
+        })),
+        ..job(url)
+    };
+    let doc = Indexed {
+        title: format!("Page {url}"),
+        body: body.into(),
+        ..Indexed::default()
+    };
+    done_with(s, new, None, doc)
+}
+
+pub(crate) fn query(text: &str) -> LibraryQuery {
+    LibraryQuery {
+        text: text.into(),
+        ..LibraryQuery::default()
+    }
+}
+
+pub(crate) fn ids(hits: &[Hit]) -> Vec<i64> {
+    hits.iter().map(|h| h.job_id).collect()
+}
+
+super::on_every_backend! {
+    fn a_word_in_the_title_ranks_above_the_same_word_in_the_text(s) {
+        let body = done(
+            s,
+            "https://a.example/1",
+            "Notes from the field",
+            "",
+            "Bedload moved through the braided channel after the thaw.",
+        );
+        let title = done(
+            s,
+            "https://a.example/2",
+            "Bedload in braided rivers",
+            "Okafor, Chidi",
+            "Measurements over two seasons.",
+        );
+        let hits = s.search("bedload", 10).expect("search");
+        assert_eq!(ids(&hits), [title, body]);
+        assert!(hits[0].score > hits[1].score, "{hits:?}");
+        assert_eq!(
+            hits[1].snippet,
+            "**Bedload** moved through the braided channel after the thaw."
+        );
+        assert_eq!(ids(&s.search("okafor", 10).expect("authors")), [title]);
+    }
+
+    fn a_snippet_is_plain_text_and_marks_only_the_matched_words(s) {
+        done(
+            s,
+            "https://a.example/1",
+            "Notes",
+            "",
+            "The **bold** claim, see [the paper](https://x.example/p) on \\<sediment\\>.",
+        );
+        let hits = s.library(&query("sediment")).expect("search");
+        assert_eq!(
+            hits[0].snippet,
+            "The bold claim, see the paper on <**sediment**>."
+        );
+    }
+
+    fn accents_fold_in_the_text_and_in_the_query(s) {
+        let id = done(
+            s,
+            "https://a.example/1",
+            "Curriculum",
+            "Müller, Zoë",
+            "Mon résumé, déjà vu.",
+        );
+        for q in ["resume", "résumé", "DEJA", "muller", "zoe"] {
+            assert_eq!(ids(&s.search(q, 10).expect(q)), [id], "{q}");
+        }
+    }
+
+    fn any_text_is_a_query_and_never_an_error(s) {
+        let id = done(
+            s,
+            "https://a.example/1",
+            "C++ drafts",
+            "",
+            "The C++ (draft) standard, and e-mail NEAR the end.",
+        );
+        for q in [
+            "C++ (draft\"",
+            "NEAR/",
+            "e-mail",
+            "tag:thesis",
+            "\"",
+            "AND",
+            "*",
+            "title:",
+            ")",
+        ] {
+            let hits = s.search(q, 10);
+            assert!(hits.is_ok(), "{q}: {hits:?}");
+        }
+        assert_eq!(ids(&s.search("C++ (draft\"", 10).expect("c++")), [id]);
+        assert_eq!(ids(&s.search("e-mail", 10).expect("e-mail")), [id]);
+        assert!(s.search("   ", 10).expect("blank").is_empty());
+        // The index's own syntax still works where it parses: a phrase, a prefix.
+        assert_eq!(
+            ids(&s.search("\"draft standard\"", 10).expect("phrase")),
+            [id]
+        );
+        assert_eq!(ids(&s.search("stand*", 10).expect("prefix")), [id]);
+        assert!(
+            s.search("\"standard draft\"", 10)
+                .expect("phrase")
+                .is_empty()
+        );
+    }
+
+    fn a_new_version_replaces_the_old_in_the_index_and_a_deleted_job_leaves_it(s) {
+        let id = done(
+            s,
+            "https://a.example/1",
+            "Page",
+            "",
+            "the first version said aardvark",
+        );
+        s.retry(&[id], 5, 3).expect("refetch");
+        let c = s
+            .claim("w", 4, Duration::from_secs(60), 8)
+            .expect("claim")
+            .expect("job");
+        let success = Success {
+            http_status: 200,
+            document: Some("/lib/1-v2.md".into()),
+            index: Some(Box::new(Indexed {
+                title: "Page".into(),
+                body: "the second version says zebra".into(),
+                ..Indexed::default()
+            })),
+            ..Success::default()
+        };
+        s.complete(&c, &success, &Policy::default(), 5)
+            .expect("complete");
+        assert!(s.search("aardvark", 10).expect("old").is_empty());
+        assert_eq!(ids(&s.search("zebra", 10).expect("new")), [id]);
+        s.delete(&[id]).expect("delete");
+        assert!(s.search("zebra", 10).expect("gone").is_empty());
+    }
+
+    fn a_rebuild_indexes_only_each_jobs_newest_document(s) {
+        let id = done(s, "https://a.example/1", "Page", "", "zebra");
+        s.clear_index().expect("clear");
+        assert!(s.search("zebra", 10).expect("cleared").is_empty());
+        let text = |body: &str| Indexed {
+            title: "Page".into(),
+            body: body.into(),
+            ..Indexed::default()
+        };
+        let docs = [
+            (id, format!("/lib/{id}.md"), text("zebra")),
+            (id, "/lib/older.md".to_string(), text("aardvark")),
+            (999, "/lib/999.md".to_string(), text("okapi")),
+        ];
+        let r = s.reindex(&docs).expect("reindex");
+        assert_eq!((r.indexed, r.passed_over), (1, 2));
+        assert_eq!(ids(&s.search("zebra", 10).expect("zebra")), [id]);
+        assert!(
+            s.search("aardvark OR okapi", 10)
+                .expect("others")
+                .is_empty()
+        );
+    }
+
+    fn tag_terms_filter_the_ranked_hits_and_all_of_them_are_required(s) {
+        let both = tagged(
+            s,
+            "https://a.example/1",
+            &["thesis", "Quantum sensing"],
+            "qubit noise",
+        );
+        let thesis = tagged(
+            s,
+            "https://a.example/2",
+            &["Thesis"],
+            "qubit qubit decoherence",
+        );
+        let none = tagged(s, "https://a.example/3", &[], "qubit");
+        let mut all = ids(&s.search("qubit", 10).expect("all"));
+        all.sort_unstable();
+        assert_eq!(all, [both, thesis, none]);
+        let mut got = ids(&s.search("tag:thesis qubit", 10).expect("one tag"));
+        got.sort_unstable();
+        assert_eq!(got, [both, thesis]);
+        assert_eq!(
+            ids(&s
+                .search("qubit TAG:THESIS tag:\"quantum SENSING\"", 10)
+                .expect("two")),
+            [both]
+        );
+        assert!(
+            s.search("tag:nope qubit", 10)
+                .expect("no such tag")
+                .is_empty()
+        );
+        // The window's tag menu is one more filter, matched the same way.
+        let q = LibraryQuery {
+            tag: Some(" quantum   sensing ".into()),
+            ..query("qubit")
+        };
+        assert_eq!(ids(&s.library(&q).expect("menu")), [both]);
+        // The rest of the text keeps the index's syntax.
+        assert_eq!(
+            ids(&s.search("tag:thesis deco*", 10).expect("prefix")),
+            [thesis]
+        );
+        assert_eq!(
+            ids(&s.search("tag:thesis \"qubit noise\"", 10).expect("phrase")),
+            [both]
+        );
+        let hits = s.search("tag:thesis qubit", 10).expect("tags shown");
+        let shown = hits.iter().find(|h| h.job_id == both).expect("both");
+        assert_eq!(shown.tags, ["thesis", "Quantum sensing"]);
+    }
+
+    fn a_query_of_tags_only_lists_newest_first_with_the_start_of_each_text(s) {
+        let long = "## Abstract\n\nThe **bedload** of braided rivers ".to_string()
+            + &"moves in pulses after each thaw ".repeat(10);
+        let older = tagged(s, "https://a.example/1", &["thesis"], &long);
+        let untagged = tagged(s, "https://a.example/2", &[], "Nothing here.");
+        let newer = tagged(s, "https://a.example/3", &["thesis"], "Short text.");
+        let hits = s.search("tag:thesis", 10).expect("listing");
+        assert_eq!(ids(&hits), [newer, older]);
+        assert_eq!(hits[0].snippet, "Short text.");
+        assert_eq!(hits[0].score, 0.0);
+        let lead = &hits[1].snippet;
+        assert!(
+            lead.starts_with("Abstract The bedload of braided rivers moves in pulses"),
+            "{lead}"
+        );
+        // Cut after a whole word, within the length.
+        let plain = "Abstract The bedload of braided rivers ".to_string()
+            + &"moves in pulses after each thaw ".repeat(10);
+        let kept = lead.strip_suffix('…').expect("cut");
+        assert!(plain.starts_with(&format!("{kept} ")), "{lead}");
+        assert!(kept.chars().count() <= LEAD_CHARS, "{lead}");
+        assert!(kept.chars().count() > LEAD_CHARS - 32, "{lead}");
+        assert!(!lead.contains("**"), "{lead}");
+        // No text and no filter: the whole library, newest first; the limit holds.
+        let all = s.library(&query("")).expect("everything");
+        assert_eq!(ids(&all), [newer, untagged, older]);
+        let q = LibraryQuery {
+            limit: 1,
+            ..query("  ")
+        };
+        assert_eq!(ids(&s.library(&q).expect("limited")), [newer]);
+        // `gleaner search` with no words at all finds nothing, as before.
+        assert!(s.search("   ", 10).expect("blank").is_empty());
+    }
+
+    fn a_job_without_a_document_is_not_in_the_library(s) {
+        let listed = tagged(s, "https://a.example/1", &["thesis"], "qubit");
+        let pending = NewJob {
+            reference: Some(Box::new(Reference {
+                tags: vec!["thesis".into()],
+                ..Reference::default()
+            })),
+            ..job("https://a.example/2")
+        };
+        s.enqueue(None, &[pending], 5, 3).expect("enqueue");
+        assert_eq!(ids(&s.search("tag:thesis", 10).expect("listing")), [listed]);
+        assert_eq!(ids(&s.library(&query("")).expect("all")), [listed]);
+    }
+
+    fn host_and_batch_narrow_the_ranked_hits_and_the_listing(s) {
+        let first = s.create_batch("reading list", "file", 0).expect("batch");
+        let second = s.create_batch("paste", "paste", 0).expect("batch");
+        let doc = |body: &str| Indexed {
+            title: "Notes".into(),
+            body: body.into(),
+            ..Indexed::default()
+        };
+        let a1 = done_with(s, job("https://a.example/1"), Some(first), doc("qubit"));
+        let b1 = done_with(s, job("https://b.example/1"), Some(first), doc("qubit"));
+        let a2 = done_with(s, job("https://a.example/2"), Some(second), doc("qubit"));
+        let on = |host: Option<&str>, batch: Option<i64>, text: &str| {
+            let q = LibraryQuery {
+                host: host.map(str::to_string),
+                batch_id: batch,
+                ..query(text)
+            };
+            let mut got = ids(&s.library(&q).expect("query"));
+            got.sort_unstable();
+            got
+        };
+        assert_eq!(on(Some("a.example"), None, "qubit"), [a1, a2]);
+        assert_eq!(on(Some("a.example"), None, ""), [a1, a2]);
+        assert_eq!(on(None, Some(first), "qubit"), [a1, b1]);
+        assert_eq!(on(None, Some(first), ""), [a1, b1]);
+        assert_eq!(on(Some("a.example"), Some(second), "qubit"), [a2]);
+        assert!(on(Some("c.example"), None, "").is_empty());
+        let hit = &s.search("qubit", 10).expect("hits")[0];
+        assert!(hit.batch.is_some() && hit.batch_id.is_some(), "{hit:?}");
+        let b = s.library(&query("")).expect("all");
+        let b1_hit = b.iter().find(|h| h.job_id == b1).expect("b1");
+        assert_eq!(
+            (
+                b1_hit.batch.as_deref(),
+                b1_hit.batch_id,
+                b1_hit.host.as_str()
+            ),
+            (Some("reading list"), Some(first), "b.example")
+        );
+    }
+
+    fn a_hit_names_a_references_authors_year_and_journal_and_a_pages_byline_and_site(s) {
+        let paper = NewJob {
+            reference: Some(Box::new(Reference {
+                authors: vec!["Kucsko, G.".into(), "Maurer, P. C.".into()],
+                tags: vec!["quantum sensing".into()],
+                ..Reference::default()
+            })),
+            ..job("https://www.nature.com/articles/nature12373")
+        };
+        let paper = done_with(
+            s,
+            paper,
+            None,
+            Indexed {
+                title: "Nanometre-scale thermometry".into(),
+                authors: "Kucsko, G.; Maurer, P. C.".into(),
+                body: "Thermometry in a living cell.".into(),
+                author_list: vec!["Kucsko, G.".into(), "Maurer, P. C.".into()],
+                year: Some("2013".into()),
+                container: Some("Nature".into()),
+                kind: Some("pdf".into()),
+                pdf: Some("/lib/www.nature.com/nature12373.pdf".into()),
+            },
+        );
+        let page = done_with(
+            s,
+            job("https://news.example/story"),
+            None,
+            Indexed {
+                title: "A story".into(),
+                authors: "Jane Doe".into(),
+                body: "Thermometry at the fair.".into(),
+                author_list: vec!["Jane Doe".into()],
+                year: Some("2024".into()),
+                container: Some("The Daily Example".into()),
+                kind: Some("html".into()),
+                pdf: None,
+            },
+        );
+        let hits = s.search("thermometry", 10).expect("hits");
+        let of = |id: i64| hits.iter().find(|h| h.job_id == id).expect("hit");
+        let p = of(paper);
+        assert_eq!(p.authors, ["Kucsko, G.", "Maurer, P. C."]);
+        assert_eq!(
+            (p.year.as_deref(), p.container.as_deref(), p.kind.as_deref()),
+            (Some("2013"), Some("Nature"), Some("pdf"))
+        );
+        assert_eq!(
+            p.pdf.as_deref(),
+            Some("/lib/www.nature.com/nature12373.pdf")
+        );
+        assert_eq!(p.tags, ["quantum sensing"]);
+        assert_eq!(p.host, "www.nature.com");
+        let w = of(page);
+        assert_eq!(w.authors, ["Jane Doe"]);
+        assert_eq!(
+            (w.year.as_deref(), w.container.as_deref(), w.kind.as_deref()),
+            (Some("2024"), Some("The Daily Example"), Some("html"))
+        );
+        assert!(w.tags.is_empty() && w.pdf.is_none());
+        let json = serde_json::to_value(p).expect("json");
+        for key in ["job_id", "url", "title", "document", "snippet", "score"] {
+            assert!(json.get(key).is_some(), "{key}: {json}");
+        }
+        // A rebuild replaces the list's row with what the front matter says.
+        s.clear_index().expect("clear");
+        assert!(s.library(&query("")).expect("cleared").is_empty());
+        let again = Indexed {
+            title: "A story".into(),
+            body: "Thermometry at the fair.".into(),
+            author_list: vec!["John Roe".into()],
+            ..Indexed::default()
+        };
+        s.reindex(&[(page, format!("/lib/{page}.md"), again)])
+            .expect("reindex");
+        let listed = s.library(&query("")).expect("rebuilt");
+        assert_eq!(ids(&listed), [page]);
+        assert_eq!(listed[0].authors, ["John Roe"]);
+        assert_eq!(listed[0].year, None);
+    }
+}

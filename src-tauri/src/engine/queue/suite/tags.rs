@@ -1,0 +1,107 @@
+//! Tags at intake and through a step.
+//!
+//! Each test runs on every backend (see [`super`]).
+
+#![allow(unused_imports)]
+
+use std::time::Duration;
+
+use crate::engine::clock::Millis;
+use crate::engine::policy::{Decision, Failure, FailureKind, HostIntervals, NO_INTERVALS, Policy};
+use crate::engine::queue::{
+    ActionResult, ClaimRequest, Claimed, Enqueued, Finish, Hit, Indexed, LibraryQuery, Liveness,
+    NewJob, Next, Queue, Reference, Settled, Stage, StallKind, StallState, Status, Success,
+};
+use crate::engine::sqlite::testing::job;
+
+pub(crate) fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+pub(crate) fn tagged(url: &str, tags: &[&str]) -> NewJob {
+    NewJob {
+        reference: Some(Box::new(Reference {
+            title: Some("Entry".into()),
+            tags: strings(tags),
+            ..Reference::default()
+        })),
+        ..job(url)
+    }
+}
+
+/// The tag index as the queue shows it: each tag's name and how many jobs carry it.
+fn index_rows(s: &dyn Queue) -> Vec<(String, u64)> {
+    let mut rows = s.tag_counts().expect("counts");
+    rows.sort();
+    rows
+}
+
+super::on_every_backend! {
+    fn intake_normalises_tags_into_the_index_and_the_metadata_alike(s) {
+        s.enqueue(
+            None,
+            &[
+                tagged(
+                    "https://a.example/1",
+                    &[" Quantum  sensing", "thesis", "THESIS", ""],
+                ),
+                job("https://a.example/2"),
+            ],
+            5,
+            0,
+        )
+        .expect("enqueue");
+        assert_eq!(s.job_tags(1).expect("tags"), ["Quantum sensing", "thesis"]);
+        assert_eq!(
+            s.job(1)
+                .expect("job")
+                .expect("there")
+                .reference
+                .expect("ref")
+                .tags,
+            ["Quantum sensing", "thesis"]
+        );
+        assert_eq!(
+            index_rows(s),
+            [("Quantum sensing".to_string(), 1), ("thesis".to_string(), 1)]
+        );
+        assert!(s.job_tags(2).expect("none").is_empty());
+        assert!(s.job_tags(99).expect("no job").is_empty());
+    }
+
+    fn a_step_keeps_the_tags_the_job_has_and_a_delete_takes_them(s) {
+        s.enqueue(None, &[tagged("https://a.example/1", &["thesis"])], 5, 0)
+            .expect("enqueue");
+        let c = s
+            .claim("w", 1, Duration::from_secs(60), 8)
+            .expect("claim")
+            .expect("job");
+        // Set by hand while the fetch is in flight: the success's metadata (the claim's
+        // tags) does not undo it.
+        s.set_tags(c.job_id, &strings(&["by hand"])).expect("set");
+        let mut reference = c.reference.clone().expect("reference");
+        reference.authors = vec!["Okafor, Chidi".into()];
+        let success = Success {
+            http_status: 200,
+            final_url: c.url.clone(),
+            document: Some("/lib/1.md".into()),
+            reference: Some(reference),
+            ..Success::default()
+        };
+        s.complete(&c, &success, &Policy::default(), 2)
+            .expect("complete")
+            .expect("done");
+        let r = s
+            .job(c.job_id)
+            .expect("job")
+            .expect("there")
+            .reference
+            .expect("ref");
+        assert_eq!(r.tags, ["by hand"]);
+        assert_eq!(r.authors, ["Okafor, Chidi"]);
+        assert_eq!(index_rows(s), [("by hand".to_string(), 1)]);
+        s.delete(&[c.job_id]).expect("delete");
+        assert!(index_rows(s).is_empty());
+        assert!(s.tag_counts().expect("counts").is_empty());
+    }
+}
