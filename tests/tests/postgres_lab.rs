@@ -83,8 +83,11 @@ fn arrivals_between(times: &[SystemTime], from: SystemTime, to: SystemTime) -> u
 }
 
 /// Three members share one queue: every job is fetched once, the per-host limit holds across
-/// the three (the server never sees more than 2 requests at once, where 3 × 4 could come), and
-/// each 429's Retry-After keeps every member off the host until it has passed.
+/// the three (the server never sees more than 2 requests at once, where 3 could come), and
+/// each 429's Retry-After keeps every member off the host until it has passed. One job at a
+/// time per member: with more, the first member could hold both of the host's slots throughout
+/// (a slot a member frees, it claims again in the same transaction), and nothing would show
+/// that another member's claims are counted.
 #[test]
 fn three_members_hold_the_per_host_limit_and_every_retry_after_window() {
     let server = FaultServer::start();
@@ -114,7 +117,7 @@ fn three_members_hold_the_per_host_limit_and_every_retry_after_window() {
         .map(|m| {
             m.worker(&[
                 "--concurrency",
-                "4",
+                "1",
                 "--per-host",
                 "2",
                 "--jitter",

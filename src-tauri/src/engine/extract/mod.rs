@@ -220,11 +220,46 @@ fn sniff_encoding(body: &[u8]) -> &'static Encoding {
     if std::str::from_utf8(body).is_ok() {
         return UTF_8;
     }
-    // The first 64 KiB is plenty for the detector and bounds its cost on big pages.
-    let sample = &body[..body.len().min(64 * 1024)];
     let mut detector = EncodingDetector::new(Iso2022JpDetection::Deny);
-    detector.feed(sample, true);
+    detector.feed(&detector_sample(body), true);
     detector.guess(None, Utf8Detection::Allow)
+}
+
+/// Bytes on either side of a non-ASCII byte that the detector sees with it.
+const SAMPLE_CONTEXT: usize = 16;
+/// Bounds the detector's cost on big pages.
+const SAMPLE_MAX: usize = 64 * 1024;
+
+/// What the detector reads: the text around the page's non-ASCII bytes, up to 64 KiB, with a
+/// space where an ASCII run was left out. The detector learns from non-ASCII bytes and their
+/// neighbours only, so markup and scripts before the first accent cost it nothing and do not
+/// crowd the text out of its sample. Cuts fall inside ASCII runs only, so no multi-byte
+/// character is split (a lead byte's trail, even in ASCII range, is within the context).
+fn detector_sample(body: &[u8]) -> Vec<u8> {
+    let mut sample = Vec::new();
+    // Where the last window copied ended.
+    let mut copied = 0;
+    while sample.len() < SAMPLE_MAX {
+        let Some(found) = body[copied..].iter().position(|b| !b.is_ascii()) else {
+            break;
+        };
+        let hit = copied + found;
+        let start = hit.saturating_sub(SAMPLE_CONTEXT).max(copied);
+        // The window ends once SAMPLE_CONTEXT ASCII bytes follow its last non-ASCII byte.
+        let mut end = hit + 1;
+        let mut quiet = 0;
+        while end < body.len() && quiet < SAMPLE_CONTEXT {
+            quiet = if body[end].is_ascii() { quiet + 1 } else { 0 };
+            end += 1;
+        }
+        if start > copied && !sample.is_empty() {
+            sample.push(b' ');
+        }
+        let room = SAMPLE_MAX.saturating_sub(sample.len());
+        sample.extend_from_slice(&body[start..end.min(start + room)]);
+        copied = end;
+    }
+    sample
 }
 
 fn charset_from_content_type(content_type: Option<&str>) -> Option<&'static Encoding> {
@@ -866,6 +901,42 @@ mod tests {
         assert!(decoded.contains("café") || decoded.contains("Café"));
         assert!(decoded.contains("Müller") && !decoded.contains('\u{FFFD}'));
         assert!(ok(body, None).text.contains("Käsekuchen"));
+    }
+
+    #[test]
+    fn an_undeclared_page_is_sniffed_from_its_text_however_much_markup_comes_first() {
+        // 100 KiB of ASCII script, then Russian in windows-1251: the first 64 KiB hold no
+        // evidence, and windows-1252 would turn the text into accented Latin.
+        let mut body = b"<html><head><script>".to_vec();
+        while body.len() < 100 * 1024 {
+            body.extend_from_slice(b"var counter = counter + 1; // keeps the page busy\n");
+        }
+        body.extend_from_slice(b"</script></head><body><p>");
+        let text = "Привет, мир! Это статья о реках и озёрах Сибири, их берегах и рыбах.";
+        body.extend_from_slice(&encoding_rs::WINDOWS_1251.encode(text).0);
+        body.extend_from_slice(b"</p></body></html>");
+        let decoded = decode_html(&body, None);
+        assert!(
+            decoded.contains(text),
+            "{}",
+            &decoded[decoded.len() - 300..]
+        );
+    }
+
+    #[test]
+    fn the_detector_sees_every_non_ascii_byte_with_its_neighbours() {
+        let mut body = vec![b'a'; 1000];
+        body.extend_from_slice(b"caf\xe9 ");
+        body.extend(std::iter::repeat_n(b'b', 1000));
+        body.extend_from_slice(b"\x82\xa0\x82\xa2");
+        let sample = detector_sample(&body);
+        let first = &body[1003 - SAMPLE_CONTEXT..1004 + SAMPLE_CONTEXT];
+        assert!(sample.starts_with(first), "{sample:?}");
+        assert!(sample.ends_with(&body[body.len() - 4 - SAMPLE_CONTEXT..]));
+        assert_eq!(sample.len(), first.len() + 1 + SAMPLE_CONTEXT + 4);
+        assert!(detector_sample(&[b'x'; 10]).is_empty());
+        // A page of accents fills the sample and no more.
+        assert_eq!(detector_sample(&[0xE9; 100_000]).len(), SAMPLE_MAX);
     }
 
     #[test]

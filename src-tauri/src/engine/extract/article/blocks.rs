@@ -2,6 +2,7 @@
 //! element's counts to a judge, so that no rule walks a subtree twice (a 20 MB page has deep
 //! ones) and nothing is kept per element.
 
+use super::walk;
 use dom_query::{NodeData, NodeRef};
 
 /// The text inside one element, and the part of it inside links.
@@ -63,7 +64,7 @@ fn count_from<'a>(
             *seen += words;
         } else if n.is_element() {
             let mut inner = count_from(&n, seen, judge);
-            if n.node_name().as_deref() == Some("a") {
+            if walk::named(&n, &["a"]) {
                 inner.link_chars = inner.chars;
                 inner.link_words = inner.words;
                 inner.links += 1;

@@ -1,6 +1,7 @@
 //! Boilerplate inside an article's container that Readability keeps: lists of other
 //! articles' headlines, and the lines of a site's chrome (tags, sharing, copyright).
 
+use super::walk;
 use dom_query::{NodeData, NodeRef};
 
 use super::blocks::count;
@@ -21,29 +22,20 @@ const TAG_OTHER_WORDS: usize = 8;
 const TAG_AFTER_WORDS: usize = 15;
 
 fn is_block(node: &NodeRef) -> bool {
-    matches!(
-        node.node_name().as_deref(),
-        Some("ul" | "ol" | "dl" | "table" | "div" | "section" | "aside" | "nav" | "p" | "footer")
+    walk::named(
+        node,
+        &[
+            "ul", "ol", "dl", "table", "div", "section", "aside", "nav", "p", "footer",
+        ],
     )
 }
 
 fn is_line(node: &NodeRef) -> bool {
-    matches!(
-        node.node_name().as_deref(),
-        Some(
-            "p" | "div"
-                | "li"
-                | "h1"
-                | "h2"
-                | "h3"
-                | "h4"
-                | "h5"
-                | "h6"
-                | "span"
-                | "dd"
-                | "dt"
-                | "td"
-        )
+    walk::named(
+        node,
+        &[
+            "p", "div", "li", "h1", "h2", "h3", "h4", "h5", "h6", "span", "dd", "dt", "td",
+        ],
     )
 }
 
@@ -57,7 +49,7 @@ pub(super) fn remove(root: &NodeRef) {
             && c.links >= HEADLINE_LINKS
             && c.link_dense(6)
             && c.link_words >= HEADLINE_WORDS * c.links;
-        let tags = matches!(node.node_name().as_deref(), Some("p" | "div"))
+        let tags = walk::named(node, &["p", "div"])
             && c.links >= TAG_LINKS
             && c.link_dense(6)
             && c.link_words <= TAG_WORDS * c.links
@@ -243,10 +235,7 @@ fn squeeze_lower(text: &str, limit: usize) -> String {
 }
 
 fn is_heading(node: &NodeRef) -> bool {
-    matches!(
-        node.node_name().as_deref(),
-        Some("h2" | "h3" | "h4" | "h5" | "h6")
-    )
+    walk::named(node, &["h2", "h3", "h4", "h5", "h6"])
 }
 
 /// The most words a teaser has beside its heading.
@@ -282,7 +271,7 @@ fn is_teaser(item: &NodeRef) -> bool {
     }
     let links = |node: &NodeRef| -> Vec<String> {
         node.descendants_it()
-            .filter(|a| a.node_name().as_deref() == Some("a"))
+            .filter(|a| walk::named(a, &["a"]))
             .map(|a| a.text().to_string())
             .collect()
     };

@@ -1,6 +1,7 @@
 //! Reader comments: where they start inside an article, and their text on the whole page.
 //! A researcher keeps the article; its comments are other people's words (BENCHMARKS.md §12).
 
+use super::walk;
 use dom_query::{Document, NodeRef};
 
 use super::text::{Shingles, shingles, squeeze};
@@ -77,10 +78,7 @@ fn is_comment_heading(text: &str) -> bool {
 }
 
 fn is_heading(node: &NodeRef) -> bool {
-    matches!(
-        node.node_name().as_deref(),
-        Some("h1" | "h2" | "h3" | "h4" | "h5" | "h6")
-    )
+    walk::named(node, &["h1", "h2", "h3", "h4", "h5", "h6"])
 }
 
 /// Where an article's comments begin: a comment heading, or an element named as comments,

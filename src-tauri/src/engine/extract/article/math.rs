@@ -2,6 +2,7 @@
 //! `<script type="math/tex">`; the Markdown gets `$…$`, or `$$…$$` for display math, instead
 //! of the symbols' text run together.
 
+use super::walk;
 use dom_query::NodeRef;
 
 /// Before Readability, which drops every script: MathJax's TeX scripts become `<math>`
@@ -31,7 +32,7 @@ fn tex_of(math: &NodeRef) -> Option<String> {
     let annotated = math
         .descendants_it()
         .find(|n| {
-            n.node_name().as_deref() == Some("annotation")
+            walk::named(n, &["annotation"])
                 && n.attr("encoding")
                     .is_some_and(|e| e.eq_ignore_ascii_case("application/x-tex"))
         })
@@ -54,7 +55,7 @@ fn squeeze(s: &str) -> String {
 pub(super) fn take_formulas(root: &NodeRef) -> Formulas {
     let maths: Vec<NodeRef> = root
         .descendants_it()
-        .filter(|n| n.node_name().as_deref() == Some("math"))
+        .filter(|n| walk::named(n, &["math"]))
         .collect();
     if maths.is_empty() {
         return Formulas { taken: Vec::new() };
@@ -75,7 +76,7 @@ pub(super) fn take_formulas(root: &NodeRef) -> Formulas {
         let display = math.attr("display").is_some_and(|d| &*d == "block");
         if let Some(parent) = math.parent() {
             for img in parent.element_children() {
-                if img.node_name().as_deref() == Some("img")
+                if walk::named(&img, &["img"])
                     && img.attr("alt").is_some_and(|alt| same_tex(&alt, &tex))
                 {
                     img.remove_from_parent();

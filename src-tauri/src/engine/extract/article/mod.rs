@@ -128,7 +128,7 @@ fn clean_markdown(root: &NodeRef) -> String {
 fn captions_before_tables(root: &NodeRef) {
     let captions: Vec<NodeRef> = root
         .descendants_it()
-        .filter(|n| n.node_name().as_deref() == Some("caption"))
+        .filter(|n| walk::named(n, &["caption"]))
         .collect();
     for caption in captions {
         if let Some(table) = caption.parent() {

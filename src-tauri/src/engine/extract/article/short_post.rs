@@ -2,6 +2,7 @@
 //! paragraphs, finds none there, and takes the comments instead; the post is found from the
 //! heading that repeats the page's title.
 
+use super::walk;
 use dom_query::{Document, NodeRef};
 
 use super::text::{share_in, shingles, squash, words};
@@ -50,7 +51,7 @@ fn title_parts(dom: &Document) -> Vec<String> {
 fn links_home(heading: &NodeRef, page: Option<&url::Url>) -> bool {
     heading
         .descendants_it()
-        .filter(|a| a.node_name().as_deref() == Some("a"))
+        .filter(|a| walk::named(a, &["a"]))
         .filter_map(|a| a.attr("href"))
         .any(|href| {
             let href = href.trim();
@@ -129,7 +130,7 @@ pub(super) fn find(
     let mut post = heading;
     loop {
         post = post.parent()?;
-        if !post.is_element() || post.node_name().as_deref() == Some("body") {
+        if !post.is_element() || walk::named(&post, &["body"]) {
             return None;
         }
         let n = words_up_to(&post, MOST_WORDS);

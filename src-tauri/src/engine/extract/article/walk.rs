@@ -49,3 +49,10 @@ pub(super) fn survey<'a>(dom: &'a Document) -> Survey<'a> {
     }
     survey
 }
+
+/// Whether `node` is an element named one of `names`, compared in place (`node_name` copies
+/// the name, and the rules ask it of every element).
+pub(super) fn named(node: &NodeRef, names: &[&str]) -> bool {
+    node.qual_name_ref()
+        .is_some_and(|q| names.contains(&&*q.local))
+}
