@@ -103,8 +103,9 @@ function renderStats(stats) {
   pauseButton.textContent = queuePaused ? 'Resume queue' : 'Pause queue';
   pauseButton.setAttribute('aria-pressed', String(queuePaused));
   const notes = [];
+  if (stats.notice) notes.push(String(stats.notice));
   const stalled = stats.stalled;
-  queueState.classList.toggle('queue-stalled', Boolean(stalled));
+  queueState.classList.toggle('queue-stalled', Boolean(stalled || stats.notice));
   if (stalled) {
     notes.push(`Paused: ${String(stalled.reason)}. No fetch starts and no retry is spent; Gleaner checks again by itself (next ${countdown(stalled.next_probe_at)}) and goes on once this is fixed.`);
   }
@@ -780,6 +781,7 @@ $('open-settings').addEventListener('click', async () => {
     $('s-wayback').value = s.wayback;
     $('s-wayback-fallback').checked = Boolean(s.wayback_fallback);
     $('s-database').value = s.database ?? '';
+    $('s-database').dataset.saved = s.database ?? '';
     $('settings-error').textContent = '';
     dialog.showModal();
     fields.base_delay_secs.focus();
@@ -789,6 +791,10 @@ $('open-settings').addEventListener('click', async () => {
 });
 
 $('settings-cancel').addEventListener('click', () => dialog.close());
+// An error says what the last Save refused; once the fields change it no longer applies.
+dialog.addEventListener('input', () => {
+  $('settings-error').textContent = '';
+});
 $('settings-save').addEventListener('click', async () => {
   const settings = {
     notifications: $('s-notify').checked,
@@ -814,7 +820,12 @@ $('settings-save').addEventListener('click', async () => {
   try {
     await call('save_settings', { settings });
     dialog.close();
-    say('Settings saved and applied.');
+    // The queue this window holds open stays until it starts again.
+    say(settings.database === $('s-database').dataset.saved
+      ? 'Settings saved and applied.'
+      : settings.database === ''
+        ? 'Settings saved and applied. From the next start, the queue is in this computer\'s data folder again.'
+        : 'Settings saved and applied. The shared database is used from the next start of Gleaner.');
   } catch (err) {
     $('settings-error').textContent = String(err);
   }

@@ -134,9 +134,12 @@ CREATE INDEX library_tsv ON library USING gin (tsv);
 -- batches with due work taking turns (least recently served first), the hosts of a batch
 -- taking turns (by name, after the one it served last), the earliest due job of a host first.
 -- A host's row is locked while its running jobs are counted and one is started, so its limit
--- and interval hold across every member: a claim that finds another claim on the host waits
--- the few milliseconds until it commits, then counts what it started (skipping the host instead
--- would leave a free slot that nobody is woken for). Jobs are taken with FOR UPDATE SKIP LOCKED.
+-- and interval hold across every member. A claim that finds another claim on a host's row
+-- passes on to the next host (SKIP LOCKED: claims walking the same lanes would otherwise wait
+-- on each other in turn), and if it then took fewer jobs than it wanted it wakes every member
+-- when it commits, so the slot the other claim leaves is looked at again. Jobs are taken with
+-- FOR UPDATE SKIP LOCKED too. Due work is found by scanning from p_now down: the jobs claimed
+-- last are the earliest due, and their index entries stay until a vacuum.
 CREATE FUNCTION gleaner_claim(p_owner text, p_now bigint, p_lease_until bigint,
         p_per_host integer, p_max integer, p_intervals jsonb)
     RETURNS TABLE (c_id bigint, c_url text, c_host text, c_attempts integer, c_meta text,
@@ -167,6 +170,7 @@ DECLARE
     v_running integer;
     v_interval bigint;
     v_base bigint;
+    v_skipped boolean := false;
 BEGIN
     IF p_max <= 0 OR EXISTS (SELECT 1 FROM settings WHERE key = 'queue_paused' AND value = 'true') THEN
         RETURN;
@@ -175,8 +179,9 @@ BEGIN
            coalesce(array_agg(b.lane_after_host ORDER BY b.served_seq, b.id), '{}')
       INTO v_batches, v_after
       FROM batches b
-     WHERE b.open AND EXISTS (SELECT 1 FROM jobs j
-           WHERE j.batch_id = b.id AND j.status = 'pending' AND j.run_at <= p_now);
+     WHERE b.open AND (SELECT j.run_at FROM jobs j
+           WHERE j.batch_id = b.id AND j.status = 'pending' AND j.run_at <= p_now
+           ORDER BY j.run_at DESC LIMIT 1) IS NOT NULL;
     v_n := coalesce(array_length(v_batches, 1), 0);
     IF v_n = 0 THEN
         RETURN;
@@ -215,8 +220,9 @@ BEGIN
                 EXIT WHEN v_wrapped AND v_start IS NOT NULL AND v_next > v_start;
                 v_host := v_next;
                 CONTINUE WHEN (v_slots ->> v_host)::integer = 0;
-                CONTINUE WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.batch_id = v_bid
-                    AND j.host = v_host AND j.status = 'pending' AND j.run_at <= p_now);
+                CONTINUE WHEN (SELECT j.run_at FROM jobs j WHERE j.batch_id = v_bid
+                    AND j.host = v_host AND j.status = 'pending' AND j.run_at <= p_now
+                    ORDER BY j.run_at DESC LIMIT 1) IS NULL;
                 v_interval := (p_intervals ->> v_host)::bigint;
                 v_slot := (v_slots ->> v_host)::integer;
                 IF v_slot IS NULL THEN
@@ -224,7 +230,11 @@ BEGIN
                     SELECT h.manual_pause OR coalesce(h.paused_until > p_now, false),
                            h.concurrency_limit, h.last_start_at
                       INTO v_paused, v_own, v_last
-                      FROM hosts h WHERE h.host = v_host FOR UPDATE;
+                      FROM hosts h WHERE h.host = v_host FOR UPDATE SKIP LOCKED;
+                    IF NOT FOUND THEN
+                        v_skipped := true;
+                        CONTINUE;
+                    END IF;
                     IF v_paused THEN
                         v_slot := 0;
                     ELSE
@@ -273,6 +283,9 @@ BEGIN
         END LOOP;
         EXIT WHEN NOT v_progress OR v_claimed >= p_max;
     END LOOP;
+    IF v_skipped AND v_claimed < p_max THEN
+        PERFORM pg_notify('gleaner_' || coalesce(current_schema(), ''), '');
+    END IF;
     -- Served batches go to the back of the rotation in the order they were served. A batch
     -- row another claim is writing is left to it (SKIP LOCKED): waiting for it would make
     -- every claim of every member take its turn behind the others'.

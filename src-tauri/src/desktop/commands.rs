@@ -72,9 +72,16 @@ fn shown_job(mut job: Job) -> Job {
     job
 }
 
-/// Counts for the header bar.
+/// Counts for the header bar, and what the window must keep saying about its queue.
+#[derive(Debug, Serialize)]
+pub struct WindowStats {
+    #[serde(flatten)]
+    stats: Stats,
+    notice: Option<String>,
+}
+
 #[tauri::command]
-pub async fn stats(state: State<'_, DesktopState>) -> Result<Stats, String> {
+pub async fn stats(state: State<'_, DesktopState>) -> Result<WindowStats, String> {
     let store = state.reader.clone();
     let stalled = state.worker.stalled();
     let mut stats = off_main(move || {
@@ -87,7 +94,10 @@ pub async fn stats(state: State<'_, DesktopState>) -> Result<Stats, String> {
     if stalled.is_some() {
         stats.stalled = stalled;
     }
-    Ok(stats)
+    Ok(WindowStats {
+        stats,
+        notice: state.notice.clone(),
+    })
 }
 
 /// The most rejected lines one add sends to the page; the rest are only counted. A dropped

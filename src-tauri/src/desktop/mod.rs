@@ -43,6 +43,38 @@ pub struct DesktopState {
     library_root: PathBuf,
     /// A tray icon exists, so closing the window hides it and the queue keeps working.
     has_tray: AtomicBool,
+    /// Shown above the jobs while this window runs: why it is not on the queue Settings chose.
+    notice: Option<String>,
+}
+
+/// The queue Settings saved, or, when it cannot be opened, this computer's own queue and a
+/// sentence saying so. A window that does not open could not be told to use another address.
+fn open_saved_or_own(
+    data_dir: &std::path::Path,
+) -> anyhow::Result<(Option<String>, Arc<dyn Queue>, Option<String>)> {
+    let Some(url) = database::saved(data_dir) else {
+        return Ok((None, crate::cli::open_queue(data_dir, None)?, None));
+    };
+    match crate::cli::open_queue(data_dir, Some(&url)) {
+        Ok(store) => Ok((Some(url), store, None)),
+        Err(e) => {
+            let why = crate::cli::explain(&e);
+            tracing::warn!(
+                "the shared database saved in Settings cannot be opened ({why}); using this computer's queue"
+            );
+            let store = crate::cli::open_queue(data_dir, None)?;
+            Ok((None, store, Some(own_queue_notice(&why))))
+        }
+    }
+}
+
+fn own_queue_notice(why: &str) -> String {
+    format!(
+        "Not on the shared database: {}. This window uses this computer's own queue, and links \
+         added now stay in it; Gleaner tries the shared database again at its next start \
+         (change or clear its address in Settings).",
+        why.trim_end_matches('.')
+    )
 }
 
 /// Settings key: raise OS notifications for dead jobs ("true"/"false", default true).
@@ -97,8 +129,13 @@ fn open_window(data_dir: PathBuf, database: Option<String>) -> anyhow::Result<()
         );
     }
     // The command line and the environment come first, then what Settings saved.
-    let database = database.or_else(|| database::saved(&data_dir));
-    let store = crate::cli::open_queue(&data_dir, database.as_deref())?;
+    let (database, store, notice) = match database {
+        Some(url) => {
+            let store = crate::cli::open_queue(&data_dir, Some(&url))?;
+            (Some(url), store, None)
+        }
+        None => open_saved_or_own(&data_dir)?,
+    };
     let mut policy = store.load_policy()?;
     // Saved by an older Gleaner before settings were range-checked: run on the defaults rather
     // than on a setting that cannot work, and say which.
@@ -123,6 +160,7 @@ fn open_window(data_dir: PathBuf, database: Option<String>) -> anyhow::Result<()
         watcher: Mutex::new(None),
         data_dir,
         library_root,
+        notice,
         has_tray: AtomicBool::new(false),
     };
     run_app(tauri::Builder::default(), state)
