@@ -47,23 +47,40 @@ pub struct DesktopState {
     notice: Option<String>,
 }
 
+/// The queue a window opened: its shared database's address, if any, and why it is not the one
+/// Settings chose, if it is not.
+struct Opened {
+    database: Option<String>,
+    store: Arc<dyn Queue>,
+    notice: Option<String>,
+}
+
 /// The queue Settings saved, or, when it cannot be opened, this computer's own queue and a
 /// sentence saying so. A window that does not open could not be told to use another address.
-fn open_saved_or_own(
-    data_dir: &std::path::Path,
-) -> anyhow::Result<(Option<String>, Arc<dyn Queue>, Option<String>)> {
+fn open_saved_or_own(data_dir: &std::path::Path) -> anyhow::Result<Opened> {
     let Some(url) = database::saved(data_dir) else {
-        return Ok((None, crate::cli::open_queue(data_dir, None)?, None));
+        return Ok(Opened {
+            database: None,
+            store: crate::cli::open_queue(data_dir, None)?,
+            notice: None,
+        });
     };
     match crate::cli::open_queue(data_dir, Some(&url)) {
-        Ok(store) => Ok((Some(url), store, None)),
+        Ok(store) => Ok(Opened {
+            database: Some(url),
+            store,
+            notice: None,
+        }),
         Err(e) => {
             let why = crate::cli::explain(&e);
             tracing::warn!(
                 "the shared database saved in Settings cannot be opened ({why}); using this computer's queue"
             );
-            let store = crate::cli::open_queue(data_dir, None)?;
-            Ok((None, store, Some(own_queue_notice(&why))))
+            Ok(Opened {
+                database: None,
+                store: crate::cli::open_queue(data_dir, None)?,
+                notice: Some(own_queue_notice(&why)),
+            })
         }
     }
 }
@@ -129,11 +146,16 @@ fn open_window(data_dir: PathBuf, database: Option<String>) -> anyhow::Result<()
         );
     }
     // The command line and the environment come first, then what Settings saved.
-    let (database, store, notice) = match database {
-        Some(url) => {
-            let store = crate::cli::open_queue(&data_dir, Some(&url))?;
-            (Some(url), store, None)
-        }
+    let Opened {
+        database,
+        store,
+        notice,
+    } = match database {
+        Some(url) => Opened {
+            store: crate::cli::open_queue(&data_dir, Some(&url))?,
+            database: Some(url),
+            notice: None,
+        },
         None => open_saved_or_own(&data_dir)?,
     };
     let mut policy = store.load_policy()?;
