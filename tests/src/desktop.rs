@@ -143,6 +143,16 @@ impl Drop for Children {
 /// on a small machine only make both slow.
 pub static GUI_LOCK: Mutex<()> = Mutex::new(());
 
+/// Run one GUI scenario on its own runtime, one at a time (each starts its own X, bus and app).
+pub fn gui(scenario: impl std::future::Future<Output = ()>) {
+    let _one_at_a_time = GUI_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+        .block_on(scenario);
+}
+
 /// Fields drop in order: the processes go first, then the bus connection, then the data folder.
 pub struct DesktopSession {
     /// Killed in reverse order on drop: driver (with the app in its process group), bus, X.
@@ -620,6 +630,34 @@ impl DesktopSession {
 
     pub async fn text(&self, id: &str) -> String {
         self.by_id(id).await.text().await.unwrap_or_default()
+    }
+
+    /// The form control a label names, found as a person finds it: by the label's words.
+    pub async fn by_label(&self, label: &str) -> fantoccini::elements::Element {
+        let xpath = format!("//label[normalize-space(.)='{label}']");
+        let found = self
+            .client
+            .find(Locator::XPath(&xpath))
+            .await
+            .unwrap_or_else(|e| panic!("no label {label:?}: {e}"));
+        let id = found
+            .attr("for")
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| panic!("the label {label:?} names no control"));
+        self.by_id(&id).await
+    }
+
+    /// Open the Settings dialog from the header, and wait until it shows.
+    pub async fn open_settings(&self) {
+        self.click("open-settings").await;
+        self.wait_text(
+            "settings-heading",
+            |t| t == "Settings",
+            "the settings dialog",
+        )
+        .await;
     }
 
     /// Type into a field as a person would: click it, then keys. A newline is the Enter key

@@ -5,23 +5,12 @@
 //! Screenshots of the main states go to `target/screenshots/`.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 use fantoccini::Locator;
-use gleaner_tests::desktop::{DesktopSession, GUI_LOCK};
+use gleaner_tests::desktop::{DesktopSession, GUI_LOCK, gui};
 use gleaner_tests::server::{Behavior, FaultServer};
 use serde_json::json;
-
-/// Run one GUI scenario on its own runtime, one at a time.
-fn gui(scenario: impl Future<Output = ()>) {
-    let _one_at_a_time = GUI_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-        .block_on(scenario);
-}
 
 fn pct(s: &str) -> String {
     s.bytes()
@@ -449,37 +438,10 @@ fn a_dropped_bibtex_file_shows_its_entries_with_their_authors_and_year() {
     });
 }
 
-/// The form control a label names, found as a person finds it: by the label's words.
-async fn by_label(s: &DesktopSession, label: &str) -> fantoccini::elements::Element {
-    let xpath = format!("//label[normalize-space(.)='{label}']");
-    let found = s
-        .client
-        .find(Locator::XPath(&xpath))
-        .await
-        .unwrap_or_else(|e| panic!("no label {label:?}: {e}"));
-    let id = found
-        .attr("for")
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| panic!("the label {label:?} names no control"));
-    s.by_id(&id).await
-}
-
 /// Replace what a text field holds, as a person would: clear it, then type.
 async fn retype(field: &fantoccini::elements::Element, text: &str) {
     field.clear().await.expect("clear the field");
     field.send_keys(text).await.expect("type");
-}
-
-async fn open_settings(s: &DesktopSession) {
-    s.click("open-settings").await;
-    s.wait_text(
-        "settings-heading",
-        |t| t == "Settings",
-        "the settings dialog",
-    )
-    .await;
 }
 
 async fn save_settings(s: &DesktopSession) {
@@ -558,8 +520,10 @@ fn a_dead_link_saved_from_the_archive_is_marked_so() {
         let data = tempfile::tempdir().expect("data");
         let s = DesktopSession::launch_in(data.path()).await;
 
-        open_settings(&s).await;
-        let fallback = by_label(&s, "Try the Wayback Machine for links that are gone").await;
+        s.open_settings().await;
+        let fallback = s
+            .by_label("Try the Wayback Machine for links that are gone")
+            .await;
         assert_eq!(
             fallback.attr("type").await.ok().flatten().as_deref(),
             Some("checkbox")
@@ -570,7 +534,7 @@ fn a_dead_link_saved_from_the_archive_is_marked_so() {
         );
         fallback.click().await.expect("tick the fallback");
         assert!(fallback.is_selected().await.expect("checked?"));
-        let api = by_label(&s, "Wayback Machine availability API").await;
+        let api = s.by_label("Wayback Machine availability API").await;
         assert_eq!(
             api.prop("value").await.ok().flatten().as_deref(),
             Some("https://archive.org/wayback/available"),
@@ -678,8 +642,8 @@ fn a_doi_shows_whether_its_full_text_was_had() {
             resolver.register(&paper.doi, &publisher.url(&landing), Csl::Item(paper.csl()));
         }
         let s = DesktopSession::launch().await;
-        open_settings(&s).await;
-        let doi = by_label(&s, "DOI resolver").await;
+        s.open_settings().await;
+        let doi = s.by_label("DOI resolver").await;
         assert_eq!(
             doi.prop("value").await.ok().flatten().as_deref(),
             Some("https://doi.org")

@@ -2,52 +2,13 @@
 //! from the next start, with the queue other members see. The real `gleaner` window under
 //! Xvfb, driven through tauri-driver + WebKitWebDriver (as in gui.rs).
 
-use std::future::Future;
-
-use fantoccini::Locator;
 use gleaner::engine::postgres::testing::fresh_database_url;
-use gleaner_tests::desktop::{DesktopSession, GUI_LOCK};
+use gleaner_tests::desktop::{DesktopSession, gui};
 use gleaner_tests::server::FaultServer;
 use gleaner_tests::{Sandbox, stderr};
 
 const FIELD: &str =
     "Shared database (PostgreSQL), for a lab whose machines share one queue and library";
-
-fn gui(scenario: impl Future<Output = ()>) {
-    let _one_at_a_time = GUI_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-        .block_on(scenario);
-}
-
-/// The form control a label names, found by the label's words.
-async fn by_label(s: &DesktopSession, label: &str) -> fantoccini::elements::Element {
-    let xpath = format!("//label[normalize-space(.)='{label}']");
-    let found = s
-        .client
-        .find(Locator::XPath(&xpath))
-        .await
-        .unwrap_or_else(|e| panic!("no label {label:?}: {e}"));
-    let id = found
-        .attr("for")
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| panic!("the label {label:?} names no control"));
-    s.by_id(&id).await
-}
-
-async fn open_settings(s: &DesktopSession) {
-    s.click("open-settings").await;
-    s.wait_text(
-        "settings-heading",
-        |t| t == "Settings",
-        "the settings dialog",
-    )
-    .await;
-}
 
 async fn value(field: &fantoccini::elements::Element) -> String {
     field.prop("value").await.ok().flatten().unwrap_or_default()
@@ -68,8 +29,8 @@ fn a_shared_database_set_in_the_window_is_used_from_the_next_start() {
         // First start: the data folder's own queue. An address that is not PostgreSQL's is
         // refused with what to give instead, and nothing is saved.
         let s = DesktopSession::launch_in(data.path()).await;
-        open_settings(&s).await;
-        let field = by_label(&s, FIELD).await;
+        s.open_settings().await;
+        let field = s.by_label(FIELD).await;
         assert_eq!(value(&field).await, "", "no shared database at first");
         field
             .send_keys("mysql://ann@db.lab/gleaner")
@@ -122,8 +83,8 @@ fn a_shared_database_set_in_the_window_is_used_from_the_next_start() {
             );
         }
         // Shown again with its password masked; saving the masked form keeps the password.
-        open_settings(&s).await;
-        let field = by_label(&s, FIELD).await;
+        s.open_settings().await;
+        let field = s.by_label(FIELD).await;
         let shown = value(&field).await;
         assert!(shown.starts_with("postgres://"), "{shown}");
         if let Some(password) = &password {
@@ -234,8 +195,8 @@ fn an_unreachable_shared_database_opens_the_window_on_this_computers_queue_and_s
                 .await
                 .starts_with("Not on the shared database: ")
         );
-        open_settings(&s).await;
-        let shown = value(&by_label(&s, FIELD).await).await;
+        s.open_settings().await;
+        let shown = value(&s.by_label(FIELD).await).await;
         assert!(
             shown.starts_with("postgres://ann") && shown.contains("127.0.0.1:1"),
             "{shown}"

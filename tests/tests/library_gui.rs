@@ -2,27 +2,17 @@
 //! tauri-driver + WebKitWebDriver, pages fetched from the fault server on loopback. Controls are
 //! found by role and accessible name. Screenshots (light and dark) go to `target/screenshots/`.
 
-use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use fantoccini::Locator;
-use gleaner_tests::desktop::{DesktopSession, GUI_LOCK};
+use gleaner_tests::desktop::{DesktopSession, gui};
 use gleaner_tests::server::{Behavior, FaultServer};
 use serde_json::{Value, json};
 
 const DOWN: &str = "\u{E015}";
 const ENTER: &str = "\u{E007}";
 const ESCAPE: &str = "\u{E00C}";
-
-fn gui(scenario: impl Future<Output = ()>) {
-    let _one_at_a_time = GUI_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-        .block_on(scenario);
-}
 
 /// An article page with enough prose for the extractor to keep it.
 fn article(title: &str, paragraphs: &[&str]) -> Behavior {
