@@ -546,7 +546,7 @@ mod tests {
             ("worker/stall.rs", include_str!("../worker/stall.rs")),
             ("policy/mod.rs", include_str!("../policy/mod.rs")),
             ("intake/mod.rs", include_str!("../intake/mod.rs")),
-            ("library.rs", include_str!("../library.rs")),
+            ("library/mod.rs", include_str!("../library/mod.rs")),
             ("export/mod.rs", include_str!("../export/mod.rs")),
         ];
         let mut checked = 0;

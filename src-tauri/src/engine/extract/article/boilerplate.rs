@@ -241,18 +241,6 @@ fn is_heading(node: &NodeRef) -> bool {
 /// The most words a teaser has beside its heading.
 const TEASER_WORDS: usize = 50;
 
-/// Words under `node`, counted up to just past `limit`.
-fn words_up_to(node: &NodeRef, limit: usize) -> usize {
-    let mut n = 0;
-    for text in node.descendants_it().filter(|d| d.is_text()) {
-        n += text.text().split_whitespace().count();
-        if n > limit {
-            break;
-        }
-    }
-    n
-}
-
 /// A teaser of another article: it opens with a heading that is a link (or it ends in a
 /// "Read more" link), and has a few lines under it.
 fn is_teaser(item: &NodeRef) -> bool {
@@ -263,9 +251,9 @@ fn is_teaser(item: &NodeRef) -> bool {
             None => return false,
         }
     }
-    let heading_words = words_up_to(&heading, TEASER_WORDS);
+    let heading_words = walk::words_up_to(&heading, TEASER_WORDS);
     if heading_words == 0
-        || words_up_to(item, heading_words + TEASER_WORDS) > heading_words + TEASER_WORDS
+        || walk::words_up_to(item, heading_words + TEASER_WORDS) > heading_words + TEASER_WORDS
     {
         return false;
     }

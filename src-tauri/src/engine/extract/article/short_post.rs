@@ -104,18 +104,6 @@ fn title_heading<'a>(
     best.map(|(_, _, h)| h)
 }
 
-/// The words under `node`, counted up to just past `limit` (a page's body may be megabytes).
-fn words_up_to(node: &NodeRef, limit: usize) -> usize {
-    let mut n = 0;
-    for text in node.descendants_it().filter(|d| d.is_text()) {
-        n += text.text().split_whitespace().count();
-        if n > limit {
-            break;
-        }
-    }
-    n
-}
-
 /// The short post around the title's heading: its nearest container with more than the
 /// heading in it, if that holds at most [`MOST_WORDS`].
 /// `headings`: the page's `h1`–`h3` with their rank ([`super::walk::survey`]).
@@ -126,14 +114,14 @@ pub(super) fn find(
 ) -> Option<ShortPost> {
     let page = page.and_then(|p| url::Url::parse(p).ok());
     let heading = title_heading(dom, headings, page.as_ref())?;
-    let heading_words = words_up_to(&heading, MOST_WORDS);
+    let heading_words = walk::words_up_to(&heading, MOST_WORDS);
     let mut post = heading;
     loop {
         post = post.parent()?;
         if !post.is_element() || walk::named(&post, &["body"]) {
             return None;
         }
-        let n = words_up_to(&post, MOST_WORDS);
+        let n = walk::words_up_to(&post, MOST_WORDS);
         if n > MOST_WORDS {
             return None;
         }

@@ -56,3 +56,15 @@ pub(super) fn named(node: &NodeRef, names: &[&str]) -> bool {
     node.qual_name_ref()
         .is_some_and(|q| names.contains(&&*q.local))
 }
+
+/// The words under `node`, counted up to just past `limit` (a page's body may be megabytes).
+pub(super) fn words_up_to(node: &NodeRef, limit: usize) -> usize {
+    let mut n = 0;
+    for text in node.descendants_it().filter(|d| d.is_text()) {
+        n += text.text().split_whitespace().count();
+        if n > limit {
+            break;
+        }
+    }
+    n
+}
