@@ -134,10 +134,11 @@ CREATE INDEX library_tsv ON library USING gin (tsv);
 -- batches with due work taking turns (least recently served first), the hosts of a batch
 -- taking turns (by name, after the one it served last), the earliest due job of a host first.
 -- A host's row is locked while its running jobs are counted and one is started, so its limit
--- and interval hold across every member. A claim that finds another claim on a host's row
--- passes on to the next host (SKIP LOCKED: claims walking the same lanes would otherwise wait
--- on each other in turn), and if it then took fewer jobs than it wanted it wakes every member
--- when it commits, so the slot the other claim leaves is looked at again. Jobs are taken with
+-- and interval hold across every member. A claim that has taken a job and finds another
+-- claim on a host's row passes on to the next host (SKIP LOCKED: claims walking the same lanes
+-- would otherwise wait on each other in turn), and if it then took fewer jobs than it wanted it
+-- wakes every member when it commits, so the slot the other claim leaves is looked at again. A
+-- claim that has taken nothing waits for the row, so no member is shut out. Jobs are taken with
 -- FOR UPDATE SKIP LOCKED too. Due work is found by scanning from p_now down: the jobs claimed
 -- last are the earliest due, and their index entries stay until a vacuum.
 CREATE FUNCTION gleaner_claim(p_owner text, p_now bigint, p_lease_until bigint,
@@ -232,8 +233,16 @@ BEGIN
                       INTO v_paused, v_own, v_last
                       FROM hosts h WHERE h.host = v_host FOR UPDATE SKIP LOCKED;
                     IF NOT FOUND THEN
-                        v_skipped := true;
-                        CONTINUE;
+                        IF v_claimed > 0 THEN
+                            v_skipped := true;
+                            CONTINUE;
+                        END IF;
+                        -- Nothing taken yet: wait for the other claim, or a member whose
+                        -- claims keep meeting another's would never get a job.
+                        SELECT h.manual_pause OR coalesce(h.paused_until > p_now, false),
+                               h.concurrency_limit, h.last_start_at
+                          INTO v_paused, v_own, v_last
+                          FROM hosts h WHERE h.host = v_host FOR UPDATE;
                     END IF;
                     IF v_paused THEN
                         v_slot := 0;
