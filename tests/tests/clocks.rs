@@ -47,12 +47,6 @@ fn rate_limit(retry_after: &str) -> Behavior {
     }
 }
 
-/// These tests run one at a time. Run together on two cores, about one run in ten of this
-/// file timed out waiting for the worker after a clock jump, on the code before this change
-/// too, and none did one at a time (16 runs). That points at a race in the worker under
-/// contention, which is not found yet (ARCHITECTURE.md, "Never stopping silently").
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 struct Running {
     store: Arc<Store>,
     clock: Arc<ManualClock>,
@@ -105,7 +99,6 @@ impl Running {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clock_set_back_an_hour_does_not_hold_a_two_second_retry_after_for_an_hour() {
-    let _serial = ONE_AT_A_TIME.lock().await;
     let server = FaultServer::start();
     server.script("/ok/slow", vec![rate_limit("2")]);
     let policy = Policy {
@@ -135,7 +128,6 @@ async fn a_clock_set_back_an_hour_does_not_hold_a_two_second_retry_after_for_an_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fetch_in_flight_when_the_clock_jumps_forward_is_not_taken_from_its_live_worker() {
-    let _serial = ONE_AT_A_TIME.lock().await;
     let server = FaultServer::start();
     server.script(
         "/ok/held",
@@ -172,7 +164,6 @@ async fn a_fetch_in_flight_when_the_clock_jumps_forward_is_not_taken_from_its_li
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clock_set_forward_does_not_age_a_rate_limited_job_to_death() {
-    let _serial = ONE_AT_A_TIME.lock().await;
     let server = FaultServer::start();
     server.script("/ok/limited", vec![rate_limit("60"), rate_limit("60")]);
     let policy = Policy {

@@ -37,8 +37,24 @@ pub trait Clock: Send + Sync + 'static {
         }
     }
 
-    /// Resolves once `now_ms() >= deadline`. Must not busy-wait.
-    fn sleep_until(&self, deadline: Millis) -> futures_util::future::BoxFuture<'_, ()>;
+    /// Resolves once `boot_ms() >= deadline`: a wait on the boot clock, which no setting of
+    /// the wall clock lengthens or cuts short. Must not busy-wait.
+    fn sleep_until_boot(&self, deadline: Millis) -> futures_util::future::BoxFuture<'_, ()>;
+
+    /// Sleeps as long as it is from now to the wall time `deadline`, measured now.
+    fn sleep_until(&self, deadline: Millis) -> futures_util::future::BoxFuture<'_, ()> {
+        self.sleep_until_from(&self.reading(), deadline)
+    }
+
+    /// Sleeps until the wall time `deadline` as `at` reckoned it: a deadline worked out from
+    /// an earlier reading keeps its length even if the wall clock was set since.
+    fn sleep_until_from(
+        &self,
+        at: &Reading,
+        deadline: Millis,
+    ) -> futures_util::future::BoxFuture<'_, ()> {
+        self.sleep_until_boot(at.boot + (deadline - at.wall).max(0))
+    }
 }
 
 pub type SharedClock = Arc<dyn Clock>;
@@ -76,8 +92,10 @@ impl Clock for SystemClock {
         system_boot_id()
     }
 
-    fn sleep_until(&self, deadline: Millis) -> futures_util::future::BoxFuture<'_, ()> {
-        let wait = deadline.saturating_sub(self.now_ms()).max(0);
+    /// Tokio's timer runs on the monotonic clock, which stops while the machine is suspended:
+    /// a wait that spans a suspend ends late, by at most the worker's idle fallback.
+    fn sleep_until_boot(&self, deadline: Millis) -> futures_util::future::BoxFuture<'_, ()> {
+        let wait = deadline.saturating_sub(self.boot_ms()).max(0);
         Box::pin(tokio::time::sleep(Duration::from_millis(wait as u64)))
     }
 }
@@ -140,7 +158,6 @@ impl ManualClock {
     /// does; no time passes.
     pub fn jump_wall(&self, by_ms: Millis) {
         self.now.fetch_add(by_ms, Ordering::SeqCst);
-        self.moved.notify_waiters();
     }
 
     /// Set the wall clock to `to`, with time passing as it moves (a test's "it is now…").
@@ -164,20 +181,12 @@ impl Clock for ManualClock {
         "manual-clock"
     }
 
-    /// Like the system clock's: the wait is measured when the sleep starts and counted on the
-    /// boot clock, so a jump of the wall clock neither wakes a sleeper nor holds it longer.
-    fn sleep_until(&self, deadline: Millis) -> futures_util::future::BoxFuture<'_, ()> {
-        let offset = self.now_ms() - self.boot_ms();
-        let wake_at = self.boot_ms() + (deadline - self.now_ms()).max(0);
+    fn sleep_until_boot(&self, deadline: Millis) -> futures_util::future::BoxFuture<'_, ()> {
         Box::pin(async move {
             loop {
                 // Register interest before reading the time so an advance in between is not lost.
                 let moved = self.moved.notified();
-                // A jump of the wall clock ends the sleep: the deadline was a wall time, and the
-                // worker's next turn reconciles the queue with the new clock before it sleeps
-                // again. (The system clock has no such signal; there the idle fallback bounds a
-                // deadline computed across a jump.)
-                if self.boot_ms() >= wake_at || self.now_ms() - self.boot_ms() != offset {
+                if self.boot_ms() >= deadline {
                     return;
                 }
                 moved.await;
@@ -202,6 +211,26 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(2), sleeper)
             .await
             .expect("sleeper did not wake")
+            .expect("join");
+    }
+
+    #[tokio::test]
+    async fn a_jump_of_the_wall_clock_neither_ends_nor_lengthens_a_sleep_worked_out_before_it() {
+        let clock = ManualClock::new(1_000_000);
+        let before = clock.reading();
+        let c2 = clock.clone();
+        // Set back an hour between the reading and the start of the sleep.
+        clock.jump_wall(-3_600_000);
+        let sleeper = tokio::spawn(async move { c2.sleep_until_from(&before, 1_002_000).await });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!sleeper.is_finished(), "the jump ended the sleep");
+        clock.advance(Duration::from_millis(1_500));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!sleeper.is_finished(), "woke before its two seconds");
+        clock.advance(Duration::from_millis(500));
+        tokio::time::timeout(Duration::from_secs(2), sleeper)
+            .await
+            .expect("the sleep was held by the hour the clock was set back")
             .expect("join");
     }
 

@@ -14,7 +14,7 @@ use rand::Rng;
 use tokio::sync::{Notify, broadcast, watch};
 use tokio::task::JoinSet;
 
-use super::clock::{Millis, SharedClock};
+use super::clock::{Millis, Reading, SharedClock};
 use super::extract::{self, ExtractError};
 use super::fetch::{Answer, Fetched, Fetcher, Limits};
 use super::library::{Library, LibraryError, Provenance, SaveOptions, Saved};
@@ -245,7 +245,7 @@ impl Worker {
         }
         if !run.ready.is_empty() {
             let policy = self.policy();
-            if let Err(e) = self.step(&mut run, &policy, 0).await {
+            if let Err(e) = self.step(&mut run, &policy, 0, self.clock.now_ms()).await {
                 tracing::error!(
                     "{}; {} finished jobs could not be recorded and will be fetched again",
                     e,
@@ -290,23 +290,29 @@ impl Worker {
             if self.db(|s| s.offline()).await?.is_some() {
                 self.db(|s| s.set_offline(None)).await?;
             }
-            self.reconcile_clock(true).await?;
+            self.reconcile_clock(&self.clock.reading(), true).await?;
             run.summary.recovered += self.recover().await? as u64;
             self.clean_library();
             self.take_reserve();
             run.started = true;
         }
-        self.reconcile_clock(false).await?;
+        // One reading for the whole turn: the queue is reconciled with it, claimed at its
+        // wall time, and slept on from it. A clock set between two readings would otherwise
+        // claim against waits not yet moved, or sleep the jump's length on a deadline from
+        // before it.
+        let reading = self.clock.reading();
+        self.reconcile_clock(&reading, false).await?;
+        let now = reading.wall;
         let policy = self.policy();
         let mut free = (policy.concurrency.max(1) as usize).saturating_sub(run.inflight.len());
         // Offline: no jobs start, except one at a time as a probe when the probe is due.
         let probe_at = self.offline().map(|o| o.next_probe_at);
         if let Some(at) = probe_at {
-            free = usize::from(run.inflight.is_empty() && self.clock.now_ms() >= at);
+            free = usize::from(run.inflight.is_empty() && now >= at);
         }
         let mut claimed_none = false;
         if free > 0 || !run.ready.is_empty() {
-            let claimed = self.step(run, &policy, free).await?;
+            let claimed = self.step(run, &policy, free, now).await?;
             claimed_none = claimed.len() < free;
             // A save that failed for want of space stalls the worker: what it claimed in the
             // same transaction goes back at once.
@@ -333,7 +339,8 @@ impl Worker {
         let mut deadline = None;
         if claimed_none {
             run.summary.recovered += self.recover().await? as u64;
-            let now = self.clock.now_ms();
+            // From the claim's own "now": a job that fell due after it was neither claimed nor
+            // a future wake-up, and waited out the idle fallback.
             let policy = policy.clone();
             deadline = self
                 .db(move |s| s.next_wakeup(now, &policy.host_intervals))
@@ -348,17 +355,17 @@ impl Worker {
                 }
             }
         }
-        let clock = self.clock.clone();
+        let (clock, from) = (self.clock.clone(), reading.clone());
         let sleep = async move {
             match deadline {
-                Some(d) => clock.sleep_until(d).await,
+                Some(d) => clock.sleep_until_from(&from, d).await,
                 None => std::future::pending().await,
             }
         };
         let clock = self.clock.clone();
         let probe = async move {
             match probe_at {
-                Some(at) => clock.sleep_until(at).await,
+                Some(at) => clock.sleep_until_from(&reading, at).await,
                 None => std::future::pending().await,
             }
         };
@@ -386,8 +393,9 @@ impl Worker {
         run: &mut Run,
         policy: &Arc<Policy>,
         free: usize,
+        now: Millis,
     ) -> Result<Vec<Claimed>, WorkerError> {
-        let (owner, now, p) = (self.owner.clone(), self.clock.now_ms(), policy.clone());
+        let (owner, p) = (self.owner.clone(), policy.clone());
         let finished = std::mem::take(&mut run.ready);
         let mut finished = self.observe_network(finished, policy, now).await?;
         // What this group taught may be that the machine is offline (then only a due probe
@@ -422,8 +430,7 @@ impl Worker {
     /// Notice a jump of the wall clock (see `Queue::reconcile_clock`), and keep this worker's own
     /// waits (the next offline probe, the next stall probe) to their length too. Without
     /// `force`, the store is asked only when this worker's own reading has moved.
-    async fn reconcile_clock(&self, force: bool) -> Result<(), WorkerError> {
-        let reading = self.clock.reading();
+    async fn reconcile_clock(&self, reading: &Reading, force: bool) -> Result<(), WorkerError> {
         let offset = reading.offset();
         let moved = match self.clock_offset.lock() {
             Ok(last) => last.as_ref().is_none_or(|(boot, o)| {

@@ -66,7 +66,7 @@ impl Worker {
         }
         if !run.ready.is_empty() {
             let policy = self.policy();
-            if let Err(e) = self.step(run, &policy, 0).await {
+            if let Err(e) = self.step(run, &policy, 0, self.clock.now_ms()).await {
                 tracing::debug!(error = %e, "still cannot record finished jobs");
             }
         }
