@@ -487,37 +487,42 @@ pub async fn delete_jobs(
 
 /// Pause or resume the whole queue, for this window and every CLI worker on the database.
 #[tauri::command]
-pub fn set_queue_paused<R: Runtime>(
+pub async fn set_queue_paused<R: Runtime>(
     paused: bool,
     app: tauri::AppHandle<R>,
     state: State<'_, DesktopState>,
 ) -> Result<bool, String> {
-    state
-        .store
-        .set_queue_paused(paused)
-        .map_err(store_error("Could not change the queue"))?;
-    state.worker.wake();
-    super::tray::refresh(&app);
-    Ok(paused)
+    let (store, worker) = (state.store.clone(), state.worker.clone());
+    off_main(move || {
+        store
+            .set_queue_paused(paused)
+            .map_err(store_error("Could not change the queue"))?;
+        worker.wake();
+        super::tray::refresh(&app);
+        Ok(paused)
+    })
+    .await
 }
 
 /// Pause or resume one host.
 #[tauri::command]
-pub fn set_host_paused(
+pub async fn set_host_paused(
     host: String,
     paused: bool,
     state: State<'_, DesktopState>,
 ) -> Result<bool, String> {
     let host = intake::host_name(&host)?;
-    let now = SystemClock.now_ms();
-    let fail = store_error("Could not change the host");
-    if paused {
-        state.store.pause_host(&host, now).map_err(&fail)?;
-    } else {
-        state.store.resume_host(&host, now).map_err(&fail)?;
-    }
-    state.worker.wake();
-    Ok(paused)
+    write_then_wake(&state, move |store, _| {
+        let now = SystemClock.now_ms();
+        let fail = store_error("Could not change the host");
+        if paused {
+            store.pause_host(&host, now).map_err(&fail)?;
+        } else {
+            store.resume_host(&host, now).map_err(&fail)?;
+        }
+        Ok(paused)
+    })
+    .await
 }
 
 /// The settings panel, in the units a person types.
@@ -685,50 +690,62 @@ impl Settings {
     }
 }
 
+// The settings commands, like every command that reaches the queue, run off the main thread:
+// a shared database that answers slowly must not freeze the window.
 #[tauri::command]
-pub fn get_settings(state: State<'_, DesktopState>) -> Result<Settings, String> {
-    Ok(Settings {
-        database: super::database::shown(&state.data_dir),
-        ..Settings::from_policy(
-            &state.worker.policy(),
-            super::notifications_enabled(&*state.store),
-        )
+pub async fn get_settings(state: State<'_, DesktopState>) -> Result<Settings, String> {
+    let (store, worker, data_dir) = (
+        state.store.clone(),
+        state.worker.clone(),
+        state.data_dir.clone(),
+    );
+    off_main(move || {
+        Ok(Settings {
+            database: super::database::shown(&data_dir),
+            ..Settings::from_policy(&worker.policy(), super::notifications_enabled(&*store))
+        })
     })
+    .await
 }
 
 /// Validate, persist, then apply to the running worker: no restart needed.
 #[tauri::command]
-pub fn save_settings(
+pub async fn save_settings(
     settings: Settings,
     state: State<'_, DesktopState>,
 ) -> Result<Settings, String> {
-    let policy = settings.apply(Policy::clone(&state.worker.policy()))?;
-    if super::database::save(&state.data_dir, &settings.database)? {
-        tracing::info!("the shared database changes at the next start");
-    }
-    let fail = store_error("Could not save the settings");
-    state.store.save_policy(&policy).map_err(&fail)?;
-    state
-        .store
-        .set_setting(
-            super::NOTIFICATIONS_KEY,
-            if settings.notifications {
-                "true"
-            } else {
-                "false"
-            },
-        )
-        .map_err(&fail)?;
-    state.worker.set_policy(policy.clone());
-    tracing::info!(
-        ?policy,
-        notifications = settings.notifications,
-        "settings saved"
+    let (store, worker, data_dir) = (
+        state.store.clone(),
+        state.worker.clone(),
+        state.data_dir.clone(),
     );
-    Ok(Settings {
-        database: super::database::shown(&state.data_dir),
-        ..Settings::from_policy(&policy, settings.notifications)
+    off_main(move || {
+        let policy = settings.apply(Policy::clone(&worker.policy()))?;
+        if super::database::save(&data_dir, &settings.database)? {
+            tracing::info!("the shared database changes at the next start");
+        }
+        let fail = store_error("Could not save the settings");
+        store.save_policy(&policy).map_err(&fail)?;
+        let notifications = if settings.notifications {
+            "true"
+        } else {
+            "false"
+        };
+        store
+            .set_setting(super::NOTIFICATIONS_KEY, notifications)
+            .map_err(&fail)?;
+        worker.set_policy(policy.clone());
+        tracing::info!(
+            ?policy,
+            notifications = settings.notifications,
+            "settings saved"
+        );
+        Ok(Settings {
+            database: super::database::shown(&data_dir),
+            ..Settings::from_policy(&policy, settings.notifications)
+        })
     })
+    .await
 }
 
 #[derive(Debug, Serialize)]
@@ -805,20 +822,24 @@ pub async fn export_library(
 /// Open a job's saved document with the system's default app. The path comes from the database,
 /// never from the page, and must lie inside the library folder.
 #[tauri::command]
-pub fn open_document<R: Runtime>(
+pub async fn open_document<R: Runtime>(
     id: i64,
     app: tauri::AppHandle<R>,
     state: State<'_, DesktopState>,
 ) -> Result<(), String> {
     use tauri_plugin_opener::OpenerExt as _;
-    let job = job_or_gone(&*state.store, id)?;
-    let doc = job
-        .document
-        .ok_or_else(|| "This job has no saved document yet.".to_string())?;
-    let path = inside_library(&state.library_root, Path::new(&doc))?;
-    app.opener()
-        .open_path(path.to_string_lossy(), None::<&str>)
-        .map_err(|e| format!("Could not open {}: {e}", path.display()))
+    let (store, root) = (state.store.clone(), state.library_root.clone());
+    off_main(move || {
+        let job = job_or_gone(&*store, id)?;
+        let doc = job
+            .document
+            .ok_or_else(|| "This job has no saved document yet.".to_string())?;
+        let path = inside_library(&root, Path::new(&doc))?;
+        app.opener()
+            .open_path(path.to_string_lossy(), None::<&str>)
+            .map_err(|e| format!("Could not open {}: {e}", path.display()))
+    })
+    .await
 }
 
 /// Open the library folder itself.
@@ -838,13 +859,14 @@ pub fn open_library<R: Runtime>(
 
 /// Open a job's page in the default browser (never in the app's window), http(s) only.
 #[tauri::command]
-pub fn open_in_browser<R: Runtime>(
+pub async fn open_in_browser<R: Runtime>(
     id: i64,
     app: tauri::AppHandle<R>,
     state: State<'_, DesktopState>,
 ) -> Result<(), String> {
     use tauri_plugin_opener::OpenerExt as _;
-    let job = job_or_gone(&*state.store, id)?;
+    let store = state.store.clone();
+    let job = off_main(move || job_or_gone(&*store, id)).await?;
     let target = job.final_url.unwrap_or(job.url);
     let parsed = url::Url::parse(&target).map_err(|e| format!("Not a valid address: {e}"))?;
     if !matches!(parsed.scheme(), "http" | "https") {

@@ -273,21 +273,25 @@ pub async fn set_document_tags(
 
 /// Open the PDF kept beside a paper's document with the system's viewer.
 #[tauri::command]
-pub fn open_pdf<R: Runtime>(
+pub async fn open_pdf<R: Runtime>(
     id: i64,
     app: tauri::AppHandle<R>,
     state: State<'_, DesktopState>,
 ) -> Result<(), String> {
     use tauri_plugin_opener::OpenerExt as _;
-    let job = job_or_gone(&*state.reader, id)?;
-    let doc = job
-        .document
-        .ok_or_else(|| "This job has no saved document yet.".to_string())?;
-    let pdf = kept_pdf(Path::new(&doc))?;
-    let path = inside_library(&state.library_root, &pdf)?;
-    app.opener()
-        .open_path(path.to_string_lossy(), None::<&str>)
-        .map_err(|e| format!("Could not open {}: {e}", path.display()))
+    let (reader, root) = (state.reader.clone(), state.library_root.clone());
+    off_main(move || {
+        let job = job_or_gone(&*reader, id)?;
+        let doc = job
+            .document
+            .ok_or_else(|| "This job has no saved document yet.".to_string())?;
+        let pdf = kept_pdf(Path::new(&doc))?;
+        let path = inside_library(&root, &pdf)?;
+        app.opener()
+            .open_path(path.to_string_lossy(), None::<&str>)
+            .map_err(|e| format!("Could not open {}: {e}", path.display()))
+    })
+    .await
 }
 
 /// The PDF a document's front matter names, beside it.
