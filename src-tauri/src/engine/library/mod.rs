@@ -97,6 +97,28 @@ impl Library {
         &self.root
     }
 
+    /// Make the names of documents just written durable: fsync each of their folders once,
+    /// and the library's own folder, which holds the folders' names. A document's bytes are
+    /// synced as it is written, but its rename is durable only once its folder is. Called
+    /// once per group of finished jobs, before the queue records them done.
+    pub fn sync_folders<'a>(
+        &self,
+        documents: impl IntoIterator<Item = &'a Path>,
+    ) -> Result<usize, LibraryError> {
+        let mut folders: std::collections::BTreeSet<&Path> =
+            documents.into_iter().filter_map(Path::parent).collect();
+        if folders.is_empty() {
+            return Ok(0);
+        }
+        folders.insert(&self.root);
+        for dir in &folders {
+            std::fs::File::open(dir)
+                .and_then(|f| f.sync_all())
+                .map_err(io_err(dir))?;
+        }
+        Ok(folders.len())
+    }
+
     /// Extract a fetched body and write it as `<host>/<slug>-<id>.md` with YAML front matter.
     /// Content that is not text (images, archives) is kept raw beside a short note. Blocking:
     /// call it off the async runtime.

@@ -553,3 +553,31 @@ fn a_papers_own_headings_sit_below_full_text() {
         "###### Deep\n###### Deepest"
     );
 }
+
+#[test]
+fn a_group_of_documents_syncs_each_of_their_folders_once_and_the_library_folder() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lib = Library::new(dir.path());
+    let docs: Vec<std::path::PathBuf> = ["a.example/one.md", "a.example/two.md", "b.example/x.md"]
+        .iter()
+        .map(|d| dir.path().join(d))
+        .collect();
+    for d in &docs {
+        write_atomic(d.parent().expect("folder"), d, b"text").expect("write");
+    }
+    let synced = lib
+        .sync_folders(docs.iter().map(std::path::PathBuf::as_path))
+        .expect("sync");
+    assert_eq!(synced, 3, "two host folders and the library's own");
+    assert_eq!(
+        lib.sync_folders([]).expect("sync"),
+        0,
+        "nothing saved, nothing synced"
+    );
+    // A folder that is gone is an error that names it, not a silent success.
+    let gone = dir.path().join("gone.example/doc.md");
+    match lib.sync_folders([gone.as_path()]) {
+        Err(LibraryError::Io { path, .. }) => assert!(path.ends_with("gone.example"), "{path:?}"),
+        other => panic!("{other:?}"),
+    }
+}
