@@ -86,11 +86,17 @@ pub struct Provenance<'a> {
 #[derive(Debug, Clone)]
 pub struct Library {
     root: PathBuf,
+    /// Folders whose names the library folder is known to hold durably: its fsync is needed
+    /// only when a group writes into a folder not yet in here.
+    durable_folders: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>,
 }
 
 impl Library {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self {
+            root: root.into(),
+            durable_folders: Default::default(),
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -98,25 +104,40 @@ impl Library {
     }
 
     /// Make the names of documents just written durable: fsync each of their folders once,
-    /// and the library's own folder, which holds the folders' names. A document's bytes are
-    /// synced as it is written, but its rename is durable only once its folder is. Called
-    /// once per group of finished jobs, before the queue records them done.
+    /// and the library's own folder, which holds the folders' names, the first time a folder
+    /// is seen. A document's bytes are synced as it is written, but its rename is durable
+    /// only once its folder is. Called once per group of finished jobs, before the queue
+    /// records them done. Returns how many folders were synced.
     pub fn sync_folders<'a>(
         &self,
         documents: impl IntoIterator<Item = &'a Path>,
     ) -> Result<usize, LibraryError> {
-        let mut folders: std::collections::BTreeSet<&Path> =
+        let folders: std::collections::BTreeSet<&Path> =
             documents.into_iter().filter_map(Path::parent).collect();
-        if folders.is_empty() {
-            return Ok(0);
-        }
-        folders.insert(&self.root);
-        for dir in &folders {
+        let sync = |dir: &Path| {
             std::fs::File::open(dir)
                 .and_then(|f| f.sync_all())
-                .map_err(io_err(dir))?;
+                .map_err(io_err(dir))
+        };
+        for dir in &folders {
+            sync(dir)?;
         }
-        Ok(folders.len())
+        let new: Vec<PathBuf> = match self.durable_folders.lock() {
+            Ok(known) => folders
+                .iter()
+                .filter(|d| !known.contains(**d))
+                .map(|d| d.to_path_buf())
+                .collect(),
+            Err(_) => folders.iter().map(|d| d.to_path_buf()).collect(),
+        };
+        if new.is_empty() {
+            return Ok(folders.len());
+        }
+        sync(&self.root)?;
+        if let Ok(mut known) = self.durable_folders.lock() {
+            known.extend(new);
+        }
+        Ok(folders.len() + 1)
     }
 
     /// Extract a fetched body and write it as `<host>/<slug>-<id>.md` with YAML front matter.

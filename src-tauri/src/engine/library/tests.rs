@@ -569,6 +569,11 @@ fn a_group_of_documents_syncs_each_of_their_folders_once_and_the_library_folder(
         .sync_folders(docs.iter().map(std::path::PathBuf::as_path))
         .expect("sync");
     assert_eq!(synced, 3, "two host folders and the library's own");
+    let again = lib.sync_folders([docs[2].as_path()]).expect("sync");
+    assert_eq!(
+        again, 1,
+        "a folder already named durably needs only its own sync"
+    );
     assert_eq!(
         lib.sync_folders([]).expect("sync"),
         0,
