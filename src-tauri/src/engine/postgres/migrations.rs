@@ -8,6 +8,7 @@ use crate::engine::queue::{QueueError, Result};
 pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations-postgres/0001_queue.sql"),
     include_str!("../../../migrations-postgres/0002_shared_documents.sql"),
+    include_str!("../../../migrations-postgres/0003_cheaper_claims.sql"),
 ];
 
 /// The lock every migrating member takes (an arbitrary key of Gleaner's own).
