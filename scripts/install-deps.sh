@@ -51,8 +51,9 @@ test_packages=(
   util-linux
   iproute2
   # The PostgreSQL backend's tests run against a real server (scripts/postgres-for-tests.sh
-  # starts a throwaway one from Debian's binaries).
+  # starts a throwaway one from Debian's binaries), with TLS certificates openssl makes.
   postgresql
+  openssl
 )
 
 missing=()

@@ -42,9 +42,31 @@ chmod 644 "$pg_dir/pwfile"
   echo "postgres-for-tests: initdb failed" >&2
   return 1 2>/dev/null || exit 1
 }
+# TLS as a lab's server would have it: a certificate for localhost and 127.0.0.1 from a test
+# authority (root.crt, for sslrootcert), and a second authority that signed nothing here.
+(
+  cd "$pg_dir" &&
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3 \
+      -subj "/CN=Gleaner test authority" -keyout ca.key -out root.crt \
+      -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign &&
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3 \
+      -subj "/CN=Another authority" -keyout other.key -out other-root.crt \
+      -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign &&
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=localhost" \
+      -keyout server.key -out server.csr &&
+    printf '%s\n' "subjectAltName=DNS:localhost,IP:127.0.0.1" "basicConstraints=CA:FALSE" \
+      "keyUsage=digitalSignature" "extendedKeyUsage=serverAuth" >server.ext &&
+    openssl x509 -req -in server.csr -CA root.crt -CAkey ca.key -CAcreateserial -days 3 \
+      -extfile server.ext -out server.crt &&
+    chmod 600 server.key && chown "$pg_user" server.key server.crt
+) >"$pg_dir/openssl.log" 2>&1 || {
+  cat "$pg_dir/openssl.log" >&2
+  echo "postgres-for-tests: openssl could not make the test certificates" >&2
+  return 1 2>/dev/null || exit 1
+}
 # Durability is not what these tests are about: no fsync keeps them fast on a shared disk.
 "${as_pg[@]}" "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/server.log" -w -t 60 \
-  -o "-c listen_addresses=127.0.0.1 -p $pg_port -k $pg_dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400" \
+  -o "-c listen_addresses=127.0.0.1 -p $pg_port -k $pg_dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c ssl=on -c ssl_cert_file=$pg_dir/server.crt -c ssl_key_file=$pg_dir/server.key" \
   start >/dev/null || {
   cat "$pg_dir/server.log" >&2
   echo "postgres-for-tests: the server did not start" >&2
@@ -52,6 +74,7 @@ chmod 644 "$pg_dir/pwfile"
 }
 export GLEANER_TEST_DATABASE_URL="postgres://$pg_user:$pg_password@127.0.0.1:$pg_port/postgres"
 export GLEANER_TEST_PG_DIR="$pg_dir"
+export GLEANER_TEST_PG_ROOTCERT="$pg_dir/root.crt"
 stop_test_postgres() {
   "${as_pg[@]}" "$pg_bin/pg_ctl" -D "$pg_dir/data" -m immediate stop >/dev/null 2>&1 || true
   rm -rf "$pg_dir"

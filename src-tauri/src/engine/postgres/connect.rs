@@ -7,6 +7,7 @@ use deadpool_postgres::PoolError;
 use tokio_postgres::error::SqlState;
 
 use super::Db;
+use super::tls::{self, Check, Tls};
 use crate::engine::queue::QueueError;
 
 /// How long a new connection may take before the server counts as unreachable.
@@ -19,20 +20,26 @@ pub fn is_postgres_url(value: &str) -> bool {
     value.starts_with("postgres://") || value.starts_with("postgresql://")
 }
 
-pub(super) fn parse(url: &str) -> Result<tokio_postgres::Config, QueueError> {
+/// The address as the driver reads it, and the TLS its `sslmode` asks for.
+pub(super) fn parse(url: &str) -> Result<(tokio_postgres::Config, Tls), QueueError> {
     if !is_postgres_url(url) {
         return Err(QueueError::Connect(format!(
             "{} is not a PostgreSQL address: give one like postgres://user:password@host:5432/gleaner",
             describe_url(url)
         )));
     }
-    url.parse::<tokio_postgres::Config>().map_err(|e| {
-        QueueError::Connect(format!(
-            "{} is not a valid PostgreSQL address ({e}): give one like \
+    let tls = tls::from_url(url)?;
+    let config = tls
+        .driver_url
+        .parse::<tokio_postgres::Config>()
+        .map_err(|e| {
+            QueueError::Connect(format!(
+                "{} is not a valid PostgreSQL address ({e}): give one like \
              postgres://user:password@host:5432/gleaner",
-            describe_url(url)
-        ))
-    })
+                describe_url(url)
+            ))
+        })?;
+    Ok((config, tls))
 }
 
 /// Time limits the address did not set: a server that does not answer is found out in
@@ -114,11 +121,36 @@ fn explain_connect(db: &Db, at: &str, e: tokio_postgres::Error) -> QueueError {
         )
     } else if lower.contains("failed to lookup") || lower.contains("name or service not known") {
         format!("cannot connect to PostgreSQL at {at}: the host name is not known")
-    } else if lower.contains("tls") || lower.contains("ssl") {
+    } else if lower.contains("unknownissuer") || lower.contains("badsignature") {
         format!(
-            "cannot connect to PostgreSQL at {at}: the server asks for TLS, which Gleaner does \
-             not speak; use it on a trusted network or through a tunnel (sslmode=disable)"
+            "cannot connect to PostgreSQL at {at}: its certificate is not signed by an \
+             authority this machine trusts; give the server's root certificate in the address \
+             (sslrootcert=/path/to/root.crt)"
         )
+    } else if lower.contains("notvalidforname") || lower.contains("not valid for name") {
+        format!(
+            "cannot connect to PostgreSQL at {at}: its certificate is for another host name; \
+             use the name the certificate gives, or sslmode=verify-ca to check the signature only"
+        )
+    } else if lower.contains("certificate expired")
+        || lower.contains("not valid yet")
+        || lower.contains("notvalidyet")
+    {
+        format!(
+            "cannot connect to PostgreSQL at {at}: its certificate has expired or is not yet valid"
+        )
+    } else if lower.contains("does not support tls") {
+        format!(
+            "cannot connect to PostgreSQL at {at}: the server does not offer TLS, and the \
+             address asks for it (sslmode={})",
+            match db.check {
+                Check::VerifyCa => "verify-ca",
+                Check::VerifyFull => "verify-full",
+                _ => "require",
+            }
+        )
+    } else if lower.contains("tls") || lower.contains("ssl") || lower.contains("certificate") {
+        format!("cannot connect to PostgreSQL at {at}: the TLS handshake failed: {chain}")
     } else {
         format!("cannot connect to PostgreSQL at {at}: {chain}")
     };

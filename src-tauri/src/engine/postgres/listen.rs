@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use tokio::sync::Notify;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::engine::queue::Subscription;
 
@@ -33,7 +34,7 @@ pub(super) fn statement(channel: &str) -> String {
 /// connections made after it, for as long as the subscription is kept.
 pub(super) fn spawn(
     rt: &tokio::runtime::Runtime,
-    config: tokio_postgres::Config,
+    (config, tls): (tokio_postgres::Config, MakeRustlsConnect),
     listen: String,
     wake: Arc<Notify>,
     first: impl std::future::Future<Output = ()> + Send + 'static,
@@ -49,7 +50,7 @@ pub(super) fn spawn(
                 wake.notify_one();
             }
             tokio::time::sleep(wait).await;
-            match connect(&config, &listen, &wake).await {
+            match connect(&config, &tls, &listen, &wake).await {
                 Ok(done) => {
                     wait = Duration::from_secs(1);
                     wake.notify_one();
@@ -68,13 +69,14 @@ pub(super) fn spawn(
 /// Connect and listen; the future that forwards notifications until the connection ends.
 pub(super) async fn connect(
     config: &tokio_postgres::Config,
+    tls: &MakeRustlsConnect,
     listen: &str,
     wake: &Arc<Notify>,
 ) -> std::result::Result<
     impl std::future::Future<Output = ()> + Send + 'static,
     tokio_postgres::Error,
 > {
-    let (client, mut connection) = config.connect(NoTls).await?;
+    let (client, mut connection) = config.connect(tls.clone()).await?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let driver = tokio::spawn(async move {
         let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));

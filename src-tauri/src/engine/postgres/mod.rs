@@ -12,7 +12,6 @@
 use std::future::Future;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio_postgres::NoTls;
 
 use crate::engine::queue::{QueueError, Result};
 
@@ -30,6 +29,7 @@ mod rows;
 mod step;
 #[doc(hidden)]
 pub mod testing;
+mod tls;
 
 pub use connect::{describe_url, is_postgres_url};
 pub use documents::{PDF_MAX_DEFAULT, PDF_MAX_SETTING};
@@ -48,6 +48,10 @@ pub(crate) struct Db {
     channel: String,
     /// The address without its password, for sentences.
     described: String,
+    /// TLS as the address's `sslmode` asks, for every connection.
+    tls: tokio_postgres_rustls::MakeRustlsConnect,
+    /// How much of the server's certificate is checked, for sentences.
+    check: tls::Check,
     /// Whether the worker's steps commit without waiting for the server's disk (see
     /// [`STEP_COMMIT_ENV`]).
     fast_steps: bool,
@@ -101,7 +105,7 @@ impl PgStore {
     /// As [`PgStore::open`], for a member whose library folder is `library`: the documents'
     /// paths are kept relative to it, and the ones it reads are in it.
     pub fn open_at(url: &str, member: &str, library: Option<&std::path::Path>) -> Result<Self> {
-        let mut config = connect::parse(url)?;
+        let (mut config, tls) = connect::parse(url)?;
         connect::tune(&mut config);
         let described = describe_url(url);
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -112,7 +116,7 @@ impl PgStore {
             .map_err(|e| QueueError::Connect(format!("cannot start the database driver: {e}")))?;
         let manager = Manager::from_config(
             config.clone(),
-            NoTls,
+            tls.connector.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -133,6 +137,8 @@ impl PgStore {
                 member: member.to_string(),
                 channel: String::new(),
                 described,
+                tls: tls.connector,
+                check: tls.check,
                 fast_steps: std::env::var(STEP_COMMIT_ENV).map_or(true, |v| v.trim() != "on"),
             },
             rt: Some(rt),

@@ -33,14 +33,14 @@ impl Queue for PgStore {
                 "the database driver has stopped".into(),
             ));
         };
-        let config = self.db.config.clone();
+        let (config, tls) = (self.db.config.clone(), self.db.tls.clone());
         let statement = listen::statement(&self.db.channel);
         let first = self.block(|| async {
-            listen::connect(&config, &statement, &wake)
+            listen::connect(&config, &tls, &statement, &wake)
                 .await
                 .map_err(QueueError::Postgres)
         })?;
-        Ok(listen::spawn(rt, config, statement, wake, first))
+        Ok(listen::spawn(rt, (config, tls), statement, wake, first))
     }
 
     fn shared(&self) -> bool {

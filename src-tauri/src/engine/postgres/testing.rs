@@ -58,3 +58,19 @@ pub fn execute(url: &str, sql: &str) {
     .join()
     .expect("statement thread");
 }
+
+/// The variable that names the root certificate of the test server's TLS certificate.
+pub const TEST_ROOT_CERT_ENV: &str = "GLEANER_TEST_PG_ROOTCERT";
+
+/// The test server's authority (PEM), and beside it `other-root.crt`, an authority that
+/// signed nothing the server has. Panics, saying how to get them, when the server was not
+/// started by scripts/postgres-for-tests.sh.
+pub fn test_root_cert() -> std::path::PathBuf {
+    let Ok(path) = std::env::var(TEST_ROOT_CERT_ENV) else {
+        panic!(
+            "the TLS tests need the test server's root certificate: run scripts/test.sh (it \
+             makes one), or export {TEST_ROOT_CERT_ENV}=/path/to/root.crt for your server"
+        );
+    };
+    path.into()
+}
