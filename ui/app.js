@@ -73,6 +73,7 @@ function localTime(iso) {
 
 const counts = $('counts');
 const queueState = $('queue-state');
+const queuePlace = $('queue-place');
 let wasStalled = false;
 const pauseButton = $('pause-queue');
 let queuePaused = false;
@@ -102,6 +103,10 @@ function renderStats(stats) {
   queuePaused = Boolean(stats.queue_paused);
   pauseButton.textContent = queuePaused ? 'Resume queue' : 'Pause queue';
   pauseButton.setAttribute('aria-pressed', String(queuePaused));
+  const place = stats.shared ? `Shared queue: ${String(stats.shared)}` : '';
+  queuePlace.textContent = place;
+  queuePlace.title = place ? 'This window works on the lab\'s shared PostgreSQL queue and library (Settings → Shared database).' : '';
+  queuePlace.hidden = !place;
   const notes = [];
   if (stats.notice) notes.push(String(stats.notice));
   const stalled = stats.stalled;

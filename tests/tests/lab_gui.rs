@@ -104,6 +104,22 @@ fn a_shared_database_set_in_the_window_is_used_from_the_next_start() {
             )
             .await;
         assert!(rows[0]["URL"].ends_with("/ok/lab"), "{rows:?}");
+        // The footer says which queue this is: where the database is, and nothing secret.
+        let place = s
+            .wait_text(
+                "queue-place",
+                |t| !t.is_empty(),
+                "the footer to name the queue",
+            )
+            .await;
+        let at = database
+            .split_once('@')
+            .and_then(|(_, rest)| rest.split('?').next())
+            .expect("host in the address");
+        assert_eq!(place, format!("Shared queue: {at}"), "{database}");
+        if let Some(password) = &password {
+            assert!(!place.contains(password.as_str()), "{place}");
+        }
         s.screenshot("shared-database-dark").await;
         assert_eq!(server.completions("/ok/lab"), 1);
 
@@ -163,6 +179,17 @@ fn an_unreachable_shared_database_opens_the_window_on_this_computers_queue_and_s
                  its address in Settings)."
             ),
             "{notice}"
+        );
+        let place_hidden = s
+            .js(
+                "return document.getElementById('queue-place').hidden;",
+                vec![],
+            )
+            .await;
+        assert_eq!(
+            place_hidden,
+            serde_json::json!(true),
+            "no shared queue is named while on this computer's own"
         );
         s.screenshot("shared-database-unreachable").await;
 

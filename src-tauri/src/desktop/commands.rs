@@ -78,6 +78,7 @@ pub struct WindowStats {
     #[serde(flatten)]
     stats: Stats,
     notice: Option<String>,
+    shared: Option<String>,
 }
 
 #[tauri::command]
@@ -97,6 +98,7 @@ pub async fn stats(state: State<'_, DesktopState>) -> Result<WindowStats, String
     Ok(WindowStats {
         stats,
         notice: state.notice.clone(),
+        shared: state.shared.clone(),
     })
 }
 

@@ -45,6 +45,22 @@ pub struct DesktopState {
     has_tray: AtomicBool,
     /// Shown above the jobs while this window runs: why it is not on the queue Settings chose.
     notice: Option<String>,
+    /// The shared database this window's queue is in (host, port and database: no user,
+    /// password or parameters), shown in the footer; `None` on this computer's own queue.
+    shared: Option<String>,
+}
+
+/// Where a shared database is, for the footer: host, port and database only.
+fn shared_place(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(u) => format!(
+            "{}{}{}",
+            u.host_str().unwrap_or("localhost"),
+            u.port().map(|p| format!(":{p}")).unwrap_or_default(),
+            u.path()
+        ),
+        Err(_) => "a PostgreSQL database".into(),
+    }
 }
 
 /// The queue a window opened: its shared database's address, if any, and why it is not the one
@@ -183,6 +199,7 @@ fn open_window(data_dir: PathBuf, database: Option<String>) -> anyhow::Result<()
         data_dir,
         library_root,
         notice,
+        shared: database.as_deref().map(shared_place),
         has_tray: AtomicBool::new(false),
     };
     run_app(tauri::Builder::default(), state)
