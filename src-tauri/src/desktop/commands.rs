@@ -829,19 +829,28 @@ pub async fn open_document<R: Runtime>(
     app: tauri::AppHandle<R>,
     state: State<'_, DesktopState>,
 ) -> Result<(), String> {
-    use tauri_plugin_opener::OpenerExt as _;
     let (store, root) = (state.store.clone(), state.library_root.clone());
-    off_main(move || {
-        let job = job_or_gone(&*store, id)?;
-        let doc = job
-            .document
-            .ok_or_else(|| "This job has no saved document yet.".to_string())?;
-        let path = inside_library(&root, Path::new(&doc))?;
-        app.opener()
-            .open_path(path.to_string_lossy(), None::<&str>)
-            .map_err(|e| format!("Could not open {}: {e}", path.display()))
-    })
-    .await
+    off_main(move || open_saved(&app, &*store, &root, id, |doc| Ok(doc.to_path_buf()))).await
+}
+
+/// Open, with the system's default app, the file `locate` finds from a job's saved document.
+/// The document's path comes from the database, never from the page, and what is opened must
+/// lie inside the library folder.
+pub(super) fn open_saved<R: Runtime>(
+    app: &tauri::AppHandle<R>,
+    store: &dyn Queue,
+    root: &Path,
+    id: i64,
+    locate: impl FnOnce(&Path) -> Result<std::path::PathBuf, String>,
+) -> Result<(), String> {
+    use tauri_plugin_opener::OpenerExt as _;
+    let doc = job_or_gone(store, id)?
+        .document
+        .ok_or_else(|| "This job has no saved document yet.".to_string())?;
+    let path = inside_library(root, &locate(Path::new(&doc))?)?;
+    app.opener()
+        .open_path(path.to_string_lossy(), None::<&str>)
+        .map_err(|e| format!("Could not open {}: {e}", path.display()))
 }
 
 /// Open the library folder itself.

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use tauri::{Runtime, State};
 
 use super::DesktopState;
-use super::commands::{inside_library, job_or_gone, off_main, store_error};
+use super::commands::{inside_library, job_or_gone, off_main, open_saved, store_error};
 use crate::engine::intake;
 use crate::engine::library::{Library, read_document};
 use crate::engine::queue::{Hit, LibraryQuery};
@@ -278,20 +278,8 @@ pub async fn open_pdf<R: Runtime>(
     app: tauri::AppHandle<R>,
     state: State<'_, DesktopState>,
 ) -> Result<(), String> {
-    use tauri_plugin_opener::OpenerExt as _;
     let (reader, root) = (state.reader.clone(), state.library_root.clone());
-    off_main(move || {
-        let job = job_or_gone(&*reader, id)?;
-        let doc = job
-            .document
-            .ok_or_else(|| "This job has no saved document yet.".to_string())?;
-        let pdf = kept_pdf(Path::new(&doc))?;
-        let path = inside_library(&root, &pdf)?;
-        app.opener()
-            .open_path(path.to_string_lossy(), None::<&str>)
-            .map_err(|e| format!("Could not open {}: {e}", path.display()))
-    })
-    .await
+    off_main(move || open_saved(&app, &*reader, &root, id, kept_pdf)).await
 }
 
 /// The PDF a document's front matter names, beside it.
