@@ -93,6 +93,11 @@ async fn two_workers_in_one_process_never_share_a_job_on(backend: Backend) {
     };
     let wa = worker(a.clone(), dir.path(), policy.clone());
     let wb = worker(b, dir.path(), policy);
+    // As `gleaner run` does: each hears the other's changes instead of waiting out the 30 s fallback.
+    let _watching = (
+        wa.watch_queue().expect("watch"),
+        wb.watch_queue().expect("watch"),
+    );
     drain(&[wa.clone(), wb.clone()]).await;
     assert_eq!(server.total_hits(), 400);
     for i in 0..400 {

@@ -7,7 +7,7 @@ use deadpool_postgres::PoolError;
 use tokio_postgres::error::SqlState;
 
 use super::Db;
-use super::tls::{self, Check, Tls};
+use super::tls::{self, Tls};
 use crate::engine::queue::QueueError;
 
 /// How long a new connection may take before the server counts as unreachable.
@@ -143,11 +143,7 @@ fn explain_connect(db: &Db, at: &str, e: tokio_postgres::Error) -> QueueError {
         format!(
             "cannot connect to PostgreSQL at {at}: the server does not offer TLS, and the \
              address asks for it (sslmode={})",
-            match db.check {
-                Check::VerifyCa => "verify-ca",
-                Check::VerifyFull => "verify-full",
-                _ => "require",
-            }
+            db.check.mode_name()
         )
     } else if lower.contains("tls") || lower.contains("ssl") || lower.contains("certificate") {
         format!("cannot connect to PostgreSQL at {at}: the TLS handshake failed: {chain}")

@@ -34,6 +34,17 @@ pub(super) enum Check {
 }
 
 impl Check {
+    /// The libpq `sslmode` this acts as, for sentences (`require` with a root file is `verify-ca`).
+    pub(super) fn mode_name(self) -> &'static str {
+        match self {
+            Check::Disable => "disable",
+            Check::Prefer => "prefer",
+            Check::Require => "require",
+            Check::VerifyCa => "verify-ca",
+            Check::VerifyFull => "verify-full",
+        }
+    }
+
     /// The `sslmode` tokio-postgres is given: it knows whether to ask for TLS, not how to check.
     fn driver_param(self) -> &'static str {
         match self {
