@@ -106,8 +106,8 @@ impl Library {
     /// Make the names of documents just written durable: fsync each of their folders once,
     /// and the library's own folder, which holds the folders' names, the first time a folder
     /// is seen. A document's bytes are synced as it is written, but its rename is durable
-    /// only once its folder is. Called once per group of finished jobs, before the queue
-    /// records them done. Returns how many folders were synced.
+    /// only once its folder is. [`Library::save`] calls it for each document it writes.
+    /// Returns how many folders were synced.
     pub fn sync_folders<'a>(
         &self,
         documents: impl IntoIterator<Item = &'a Path>,
@@ -238,6 +238,13 @@ impl Library {
             body
         );
         write_atomic(&dir, &path, text.as_bytes())?;
+        // Its name is durable before its job can be recorded done; synced here, beside the
+        // other saves, it holds up this job alone, not the worker's commits.
+        if let Err(e) = self.sync_folders([path.as_path()]) {
+            tracing::warn!(
+                "{e}; the document just saved is kept, but a power cut now could lose its name"
+            );
+        }
         let author_list = if reference.authors.is_empty() {
             doc.byline.iter().cloned().collect()
         } else {

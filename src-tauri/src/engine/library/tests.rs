@@ -372,6 +372,16 @@ fn saves_markdown_with_front_matter_atomically() {
         .expect("ls")
         .count();
     assert_eq!(leftovers, 1, "no temp files left behind");
+    // The save synced the new host folder and the library folder that names it: a later
+    // sync of the same folder needs only the folder's own.
+    assert_eq!(lib.sync_folders([saved.path.as_path()]).expect("sync"), 1);
+    assert_eq!(
+        Library::new(dir.path().join("library"))
+            .sync_folders([saved.path.as_path()])
+            .expect("sync"),
+        2,
+        "a library that saved nothing there syncs both"
+    );
 }
 
 #[test]

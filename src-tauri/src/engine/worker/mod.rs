@@ -406,15 +406,8 @@ impl Worker {
         };
         let free = if self.stalled().is_some() { 0 } else { free };
         let request = (free > 0).then(|| (self.lease(policy), policy.per_host.max(1)));
-        let (store, library) = (self.store.clone(), self.library.clone());
+        let store = self.store.clone();
         let (finished, step) = tokio::task::spawn_blocking(move || {
-            let documents = finished.iter().filter_map(|(_, f)| saved_document(f));
-            if let Err(e) = library.sync_folders(documents.map(std::path::Path::new)) {
-                tracing::warn!(
-                    "{e}; the documents just saved are kept, but a power cut now could lose \
-                     their names"
-                );
-            }
             let claim = request.map(|(lease, per_host)| ClaimRequest {
                 owner: &owner,
                 lease,
@@ -1079,14 +1072,5 @@ impl Drop for Worker {
         if let Ok(mut set) = live_owners().lock() {
             set.remove(&self.owner);
         }
-    }
-}
-
-/// The document a finished job saved, whose name the group's commit must make durable.
-fn saved_document(finish: &Finish) -> Option<&str> {
-    match finish {
-        Finish::Success(s) => s.document.as_deref(),
-        Finish::Next(next) => next.saved.as_ref().and_then(|s| s.document.as_deref()),
-        Finish::Failure { .. } | Finish::Offline(_) | Finish::Local(_) | Finish::Kept(_) => None,
     }
 }
