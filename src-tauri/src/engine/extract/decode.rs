@@ -1,12 +1,14 @@
-//! Character decoding: the charset from the HTTP header, then a byte-order mark, then the
-//! page's own declaration, then sniffing. Invalid bytes become U+FFFD; nothing here panics.
+//! Character decoding: a byte-order mark, then the charset from the HTTP header, then the
+//! page's own declaration, then sniffing; a declaration that valid UTF-8 text contradicts
+//! loses to UTF-8. Invalid bytes become U+FFFD; nothing here panics.
 
 use chardetng::{EncodingDetector, Iso2022JpDetection, Utf8Detection};
 use encoding_rs::{Encoding, UTF_8, UTF_16BE, UTF_16LE, WINDOWS_1252};
 
-/// Decodes an HTML body to a string. The charset comes from the HTTP header,
-/// then a byte-order mark, then `<meta charset>` / `<meta http-equiv>`, then
-/// sniffing. Invalid bytes become U+FFFD; this never panics.
+/// Decodes an HTML body to a string. The charset comes from a byte-order mark, then the
+/// HTTP header, then `<meta charset>` / `<meta http-equiv>`, then sniffing; a declared
+/// charset other than UTF-8 gives way when the body is valid UTF-8 with non-ASCII text in
+/// it. Invalid bytes become U+FFFD; this never panics.
 pub fn decode_html(body: &[u8], content_type: Option<&str>) -> String {
     let declared = charset_from_content_type(content_type).or_else(|| meta_charset(body));
     decode_bytes(body, declared)
@@ -25,7 +27,14 @@ fn decode_bytes(body: &[u8], declared: Option<&'static Encoding>) -> String {
             .0
             .into_owned();
     }
-    let enc = declared.unwrap_or_else(|| sniff_encoding(body));
+    let enc = match declared {
+        // A stale label (a page converted to UTF-8 that still says gb2312, a server that
+        // calls everything ISO-8859-1): text really in a legacy charset is almost never
+        // valid UTF-8 once it has any non-ASCII byte.
+        Some(enc) if enc != UTF_8 && !body.is_ascii() && std::str::from_utf8(body).is_ok() => UTF_8,
+        Some(enc) => enc,
+        None => sniff_encoding(body),
+    };
     enc.decode_without_bom_handling(body).0.into_owned()
 }
 
@@ -184,6 +193,33 @@ mod tests {
             "{}",
             &decoded[decoded.len() - 300..]
         );
+    }
+
+    #[test]
+    fn a_declared_charset_that_valid_utf8_contradicts_gives_way_to_utf8() {
+        let text = "谷歌在2014年收购的人工智能公司DeepMind开发出一款计算机。";
+        let page = format!(
+            "<html><head><meta http-equiv=\"Content-Type\" content=\"text/html; charset=gb2312\">\
+             </head><body><p>{text}</p></body></html>"
+        );
+        assert!(decode_html(page.as_bytes(), None).contains(text));
+        // The header's label gives way too: "Müller" served as ISO-8859-1 in UTF-8 bytes.
+        let latin = "<p>Café Müller</p>".as_bytes();
+        let decoded = decode_html(latin, Some("text/html; charset=ISO-8859-1"));
+        assert_eq!(decoded, "<p>Café Müller</p>");
+        // A page that really is in its declared charset keeps it.
+        let gbk = encoding_rs::GBK.encode(&page).0;
+        assert!(std::str::from_utf8(&gbk).is_err());
+        assert!(decode_html(&gbk, None).contains(text));
+        let cp1252 = b"<meta charset=windows-1252><p>caf\xE9 cr\xE8me</p>";
+        assert!(decode_html(cp1252, None).ends_with("<p>café crème</p>"));
+        // Plain ASCII under any label decodes the same; a feed's declaration is judged alike.
+        assert_eq!(
+            decode_html(b"<p>plain</p>", Some("text/html; charset=shift_jis")),
+            "<p>plain</p>"
+        );
+        let feed = "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><title>Zoë</title>";
+        assert!(decode_text(feed.as_bytes(), None).ends_with("<title>Zoë</title>"));
     }
 
     #[test]
