@@ -33,6 +33,7 @@ import json
 import os
 import random
 import re
+import resource
 import shlex
 import shutil
 import signal
@@ -310,10 +311,16 @@ def stop_nginx(proc):
 # Contenders
 
 def timed(cmd, **kw):
+    """Wall seconds and CPU seconds (user + system, the command and every process it waited
+    for): on a shared machine the wall time swings with other tenants' load, the CPU much less."""
     subprocess.run(["sync"], check=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run(cmd, check=True, **kw)
-    return time.perf_counter() - t
+    secs = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return secs, cpu
 
 
 def count_files(d, suffix):
@@ -325,13 +332,13 @@ def run_peer(name, work, lists, n):
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir()
     if name == "wget":
-        secs = timed(["wget", "-q", "-i", str(lists / "all.txt"), "-P", str(out)])
+        secs, cpu = timed(["wget", "-q", "-i", str(lists / "all.txt"), "-P", str(out)])
     elif name == "wget-P16":
         hosts = sorted(str(p) for p in lists.glob("host*.txt"))
-        secs = timed(["xargs", "-P", "16", "-n", "1", "wget", "-q", "-P", str(out), "-i"],
+        secs, cpu = timed(["xargs", "-P", "16", "-n", "1", "wget", "-q", "-P", str(out), "-i"],
                      input="\n".join(hosts).encode())
     elif name == "aria2c-j16":
-        secs = timed(["aria2c", "-q", "-i", str(lists / "all.txt"), "-d", str(out), "-j", "16",
+        secs, cpu = timed(["aria2c", "-q", "-i", str(lists / "all.txt"), "-d", str(out), "-j", "16",
                       "--file-allocation=none", "--auto-file-renaming=false",
                       "--allow-overwrite=true", "--console-log-level=error"])
     else:
@@ -343,17 +350,17 @@ def run_peer(name, work, lists, n):
     if got != n:
         sys.exit(f"{name} saved {got} pages of {n}")
     shutil.rmtree(out)
-    return {"seconds": secs, "sync_seconds": sync_secs}
+    return {"seconds": secs, "sync_seconds": sync_secs, "cpu_seconds": cpu}
 
 
 def run_gleaner(binary, flags, work, lists, n):
     data = work / "gleaner-data"
     shutil.rmtree(data, ignore_errors=True)
     env = dict(os.environ, GLEANER_LOG="info")
-    add_secs = timed([binary, "--data-dir", str(data), "add", "--file", str(lists / "all.txt")],
+    add_secs, add_cpu = timed([binary, "--data-dir", str(data), "add", "--file", str(lists / "all.txt")],
                      stdout=subprocess.DEVNULL, env=env)
     with open(work / "gleaner-run.log", "wb") as log:
-        run_secs = timed([binary, "--data-dir", str(data), *flags, "run", "--until-idle"],
+        run_secs, run_cpu = timed([binary, "--data-dir", str(data), *flags, "run", "--until-idle"],
                          stdout=log, stderr=log, env=env)
     stats = json.loads(subprocess.run([binary, "--data-dir", str(data), "stats", "--json"],
                                       check=True, capture_output=True, env=env).stdout)
@@ -362,7 +369,8 @@ def run_gleaner(binary, flags, work, lists, n):
     if done != n or docs != n:
         sys.exit(f"gleaner {binary}: {done} done and {docs} documents of {n}; stats: {stats}")
     shutil.rmtree(data)
-    return {"seconds": add_secs + run_secs, "add_seconds": add_secs, "run_seconds": run_secs}
+    return {"seconds": add_secs + run_secs, "add_seconds": add_secs, "run_seconds": run_secs,
+            "cpu_seconds": add_cpu + run_cpu}
 
 
 def main():
@@ -422,16 +430,18 @@ def main():
     med = {name: statistics.median(r["seconds"] for r in rs) for name, rs in results.items()}
     wget = med.get("wget")
     print(f"\n{args.pages} pages, {args.rounds} rounds, run started {started}\n")
-    print("| contender | median s (rounds) | pages/s | × wget | add s | run s | then sync s |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| contender | median s (rounds) | pages/s | × wget | add s | run s | then sync s | CPU s (rounds) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, rs in results.items():
         secs = ", ".join(f"{r['seconds']:.1f}" for r in rs)
         def m(key):
             vals = [r[key] for r in rs if key in r]
             return f"{statistics.median(vals):.1f}" if vals else ""
         ratio = f"{med[name] / wget:.2f}" if wget else ""
+        cpus = ", ".join(f"{r['cpu_seconds']:.1f}" for r in rs if "cpu_seconds" in r)
         print(f"| {name} | {med[name]:.1f} ({secs}) | {args.pages / med[name]:,.0f} | {ratio} "
-              f"| {m('add_seconds')} | {m('run_seconds')} | {m('sync_seconds')} |")
+              f"| {m('add_seconds')} | {m('run_seconds')} | {m('sync_seconds')} "
+              f"| {m('cpu_seconds')} ({cpus}) |")
 
 
 if __name__ == "__main__":
