@@ -81,27 +81,51 @@ fn is_heading(node: &NodeRef) -> bool {
     walk::named(node, &["h1", "h2", "h3", "h4", "h5", "h6"])
 }
 
-/// Where an article's comments begin: a comment heading, or an element named as comments,
-/// with at least a sentence of the article before it. (A page whose container starts with
-/// comments is a page of comments, and they are its text.)
+/// Words of an article that must come before its comments: a container that starts with
+/// comments is a page of comments, and they are its text.
+const ARTICLE_FIRST: usize = 10;
+
+/// Whether `node` opens a comment section: a comment heading, or an element named as
+/// comments, with words in it.
+fn opens_comments(node: &NodeRef) -> bool {
+    let heading = is_heading(node) && is_comment_heading(&node.text());
+    (heading || is_comment_name(node)) && has_words(node)
+}
+
+/// Where an article's comments begin: the first element that opens them, with at least
+/// [`ARTICLE_FIRST`] words of the article before it.
 fn comment_start<'a>(root: &NodeRef<'a>) -> Option<NodeRef<'a>> {
     let mut words_before = 0;
     for node in root.descendants_it() {
         if node.is_text() {
-            if words_before < 10 {
+            if words_before < ARTICLE_FIRST {
                 words_before += node.text().split_whitespace().count();
             }
             continue;
         }
-        if !node.is_element() || words_before < 10 {
-            continue;
-        }
-        let heading = is_heading(&node) && is_comment_heading(&node.text());
-        if (heading || is_comment_name(&node)) && has_words(&node) {
+        if node.is_element() && words_before >= ARTICLE_FIRST && opens_comments(&node) {
             return Some(node);
         }
     }
     None
+}
+
+/// The words under `root` outside the elements it holds that a site names as comments,
+/// counted up to just past `limit`: an open thread's post, without its hundreds of comments.
+pub(super) fn words_outside_comments(root: &NodeRef, limit: usize) -> usize {
+    let mut n = 0;
+    let mut stack = vec![*root];
+    while let Some(node) = stack.pop() {
+        if node.is_text() {
+            n += node.text().split_whitespace().count();
+            if n > limit {
+                break;
+            }
+        } else if node.id == root.id || !is_comment_name(&node) {
+            stack.extend(node.children_it(true));
+        }
+    }
+    n
 }
 
 fn has_words(node: &NodeRef) -> bool {

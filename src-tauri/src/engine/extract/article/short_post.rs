@@ -105,7 +105,8 @@ fn title_heading<'a>(
 }
 
 /// The short post around the title's heading: its nearest container with more than the
-/// heading in it, if that holds at most [`MOST_WORDS`].
+/// heading in it, if that holds at most [`MOST_WORDS`] outside its comments (an open thread's
+/// container often holds its hundreds of comments too).
 /// `headings`: the page's `h1`–`h3` with their rank ([`super::walk::survey`]).
 pub(super) fn find(
     dom: &Document,
@@ -121,7 +122,7 @@ pub(super) fn find(
         if !post.is_element() || walk::named(&post, &["body"]) {
             return None;
         }
-        let n = walk::words_up_to(&post, MOST_WORDS);
+        let n = super::comments::words_outside_comments(&post, MOST_WORDS);
         if n > MOST_WORDS {
             return None;
         }

@@ -167,6 +167,39 @@ fn a_short_post_is_kept_instead_of_its_comments() {
 }
 
 #[test]
+fn an_open_threads_post_is_kept_when_its_container_holds_the_comments_too() {
+    // The post, its heading and its comments share one container: counted whole it is far
+    // over a short post's words, so only the words outside the comments may count.
+    let comment = |i: usize| {
+        format!(
+            "<li id=\"comment-{i}\"><cite>Reader {i}</cite> says:<div class=\"commentext\"><p>\
+             Congratulations, reader {i} writes, on the news: the best project you have announced \
+             here, and one that will keep you busier, and happier, than any book or paper so far.\
+             </p></div></li>"
+        )
+    };
+    let comments: String = (1..=12).map(comment).collect();
+    let page = format!(
+        r#"<html><head><title>My New Project | Study Notes</title></head><body>
+        <div id="header"><a href="https://notes.example/">Study Notes</a></div>
+        <div id="content"><div class="post">
+        <h2>My New Project</h2>
+        <div class="entry"><p class="meta">November 7th, 2012</p>
+        <p><img src="/img/max.jpg" alt="A newborn"></p>
+        <p>Max Jacob. Born 11/6/12. Future study hacker.</p></div>
+        <h3 id="comments">12 Responses</h3><ul class="commentlist">{comments}</ul>
+        </div></div></body></html>"#
+    );
+    let text = markdown(
+        page.as_bytes(),
+        "https://notes.example/2012/11/07/my-new-project/",
+    );
+    assert_has(&text, "Max Jacob. Born 11/6/12. Future study hacker.");
+    assert_has(&text, "![A newborn](https://notes.example/img/max.jpg)");
+    assert_lacks(&text, "Congratulations");
+}
+
+#[test]
 fn a_page_of_comments_keeps_them() {
     // Comments with no article before them are the page's text (a guestbook, a forum).
     let page = br#"<html><head><title>Guestbook</title></head><body>
