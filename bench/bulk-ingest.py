@@ -336,11 +336,11 @@ def run_peer(name, work, lists, n):
     elif name == "wget-P16":
         hosts = sorted(str(p) for p in lists.glob("host*.txt"))
         secs, cpu = timed(["xargs", "-P", "16", "-n", "1", "wget", "-q", "-P", str(out), "-i"],
-                     input="\n".join(hosts).encode())
+                          input="\n".join(hosts).encode())
     elif name == "aria2c-j16":
         secs, cpu = timed(["aria2c", "-q", "-i", str(lists / "all.txt"), "-d", str(out), "-j", "16",
-                      "--file-allocation=none", "--auto-file-renaming=false",
-                      "--allow-overwrite=true", "--console-log-level=error"])
+                           "--file-allocation=none", "--auto-file-renaming=false",
+                           "--allow-overwrite=true", "--console-log-level=error"])
     else:
         raise ValueError(name)
     t = time.perf_counter()
@@ -358,10 +358,10 @@ def run_gleaner(binary, flags, work, lists, n):
     shutil.rmtree(data, ignore_errors=True)
     env = dict(os.environ, GLEANER_LOG="info")
     add_secs, add_cpu = timed([binary, "--data-dir", str(data), "add", "--file", str(lists / "all.txt")],
-                     stdout=subprocess.DEVNULL, env=env)
+                              stdout=subprocess.DEVNULL, env=env)
     with open(work / "gleaner-run.log", "wb") as log:
         run_secs, run_cpu = timed([binary, "--data-dir", str(data), *flags, "run", "--until-idle"],
-                         stdout=log, stderr=log, env=env)
+                                  stdout=log, stderr=log, env=env)
     stats = json.loads(subprocess.run([binary, "--data-dir", str(data), "stats", "--json"],
                                       check=True, capture_output=True, env=env).stdout)
     done = stats.get("counts", stats).get("done")

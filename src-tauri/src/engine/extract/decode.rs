@@ -27,23 +27,23 @@ fn decode_bytes(body: &[u8], declared: Option<&'static Encoding>) -> String {
             .0
             .into_owned();
     }
+    // Text really in a legacy charset is almost never valid UTF-8 once it has any non-ASCII
+    // byte, and most undeclared pages today are UTF-8: a full check is cheaper and more
+    // certain than statistics.
+    let valid_utf8 = || std::str::from_utf8(body).is_ok();
     let enc = match declared {
-        // A stale label (a page converted to UTF-8 that still says gb2312, a server that
-        // calls everything ISO-8859-1): text really in a legacy charset is almost never
-        // valid UTF-8 once it has any non-ASCII byte.
-        Some(enc) if enc != UTF_8 && !body.is_ascii() && std::str::from_utf8(body).is_ok() => UTF_8,
+        // A stale label: a page converted to UTF-8 that still says gb2312, a server that
+        // calls everything ISO-8859-1.
+        Some(enc) if enc != UTF_8 && !body.is_ascii() && valid_utf8() => UTF_8,
         Some(enc) => enc,
-        None => sniff_encoding(body),
+        None if valid_utf8() => UTF_8,
+        None => detect_encoding(body),
     };
     enc.decode_without_bom_handling(body).0.into_owned()
 }
 
-fn sniff_encoding(body: &[u8]) -> &'static Encoding {
-    // Most undeclared pages today are UTF-8; a full validity check is cheaper
-    // and more certain than statistics.
-    if std::str::from_utf8(body).is_ok() {
-        return UTF_8;
-    }
+/// The charset of a page that declares none and is not UTF-8, guessed from its bytes.
+fn detect_encoding(body: &[u8]) -> &'static Encoding {
     let mut detector = EncodingDetector::new(Iso2022JpDetection::Deny);
     detector.feed(&detector_sample(body), true);
     detector.guess(None, Utf8Detection::Allow)
