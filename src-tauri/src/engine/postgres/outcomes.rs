@@ -25,7 +25,7 @@ macro_rules! meta_keeping_tags {
     };
 }
 
-const COMPLETE_SQL: &str = concat!(
+pub(super) const COMPLETE_SQL: &str = concat!(
     "UPDATE jobs SET status = 'done', lease_owner = NULL, finished_by = lease_owner, \
          lease_until = NULL, final_url = $3, http_status = $4, title = coalesce($5, title), \
          document = $6, content_type = $7, sha256 = $8, error_class = NULL, error = NULL, \

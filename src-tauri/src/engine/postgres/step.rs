@@ -3,8 +3,8 @@
 
 use super::documents::{Stored, store_in};
 use super::outcomes::{
-    AttemptRef, PutBack, apply_failure, complete_in, fail_in, kept_in, next_in, put_back_in,
-    would_die,
+    AttemptRef, COMPLETE_SQL, PutBack, apply_failure, complete_in, fail_in, kept_in, next_in,
+    put_back_in, would_die,
 };
 use super::rows::{Conn, JOB_COLUMNS, JOB_WIDTH, job_from_row};
 use super::{Db, transaction};
@@ -162,6 +162,12 @@ pub(super) async fn step(
 /// notice (each job's statements in order, the jobs' side by side: tokio-postgres pipelines
 /// them on the connection), then the claim, which must count the slots the outcomes freed,
 /// with `COMMIT` behind it. A claim that fails turns that `COMMIT` into a rollback.
+///
+/// When every outcome is a success, the claim goes out with them, in one round trip: a
+/// success frees its slot in its first statement, which the claim follows on the connection,
+/// and `COMMIT` follows once the outcomes' later statements are sent. A failure may pause its
+/// host, which the claim must see, so a step with one keeps the two round trips, as does a
+/// success on a throttled host (its row's write would wait behind the claim's lock on it).
 async fn step_on(
     db: &Db,
     c: &deadpool_postgres::Object,
@@ -171,13 +177,12 @@ async fn step_on(
     now: Millis,
     args: Option<&ClaimArgs>,
 ) -> Result<(Vec<Settled>, Vec<Claimed>)> {
-    let begin = async {
-        c.batch("BEGIN").await?;
-        if db.fast_steps {
-            c.batch("SET LOCAL synchronous_commit = off").await?;
-        }
-        Ok::<(), crate::engine::queue::QueueError>(())
-    };
+    // One message, so that nothing of the transaction's start is sent after the claim.
+    let begin = c.batch(if db.fast_steps {
+        "BEGIN; SET LOCAL synchronous_commit = off"
+    } else {
+        "BEGIN"
+    });
     let settling = futures_util::future::try_join_all(finished.iter().zip(stored).map(
         |((claimed, finish), stored)| settle(c, (claimed, finish, stored.as_ref()), policy, now),
     ));
@@ -190,13 +195,38 @@ async fn step_on(
             db.notify(c).await
         }
     };
-    let ((), settled, ()) = futures_util::future::try_join3(begin, settling, notifying).await?;
+    let outcomes = futures_util::future::try_join3(begin, settling, notifying);
     let claiming = async {
         match args {
             Some(args) => claim_in(c, args, now).await,
             None => Ok(Vec::new()),
         }
     };
+    // A throttled host's success writes its row, which the claim may have locked meanwhile.
+    let successes = finished
+        .iter()
+        .all(|(claimed, finish)| matches!(finish, Finish::Success(_)) && !claimed.throttled);
+    if successes && args.is_some() {
+        // Prepared before anything is sent, so that each statement goes out when its future is
+        // first polled, in the order above: a statement still to be prepared would go out
+        // after a round trip, behind the `COMMIT`.
+        c.prepare_cached(COMPLETE_SQL).await?;
+        c.prepare_cached(CLAIM_SQL).await?;
+        let outcomes_then_commit = async {
+            let ((), settled, ()) = outcomes.await?;
+            c.batch("COMMIT").await?;
+            Ok(settled)
+        };
+        let (settled, claimed) = futures_util::future::join(outcomes_then_commit, claiming).await;
+        return match (settled, claimed) {
+            (Ok(settled), Ok(claimed)) => Ok((settled, claimed)),
+            // A deadlock in one side aborts the transaction, and the statements behind it fail
+            // for that: the deadlock is the error, which the store tries again.
+            (Err(e), _) | (_, Err(e)) if e.is_retryable() => Err(e),
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        };
+    }
+    let ((), settled, ()) = outcomes.await?;
     let (claimed, ()) = futures_util::future::try_join(claiming, c.batch("COMMIT")).await?;
     Ok((settled, claimed))
 }

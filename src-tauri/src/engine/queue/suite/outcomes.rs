@@ -279,6 +279,67 @@ super::on_every_backend! {
         assert_eq!(s.stats(12).expect("stats").running, 3);
     }
 
+    fn a_step_of_successes_claims_the_slots_they_free_and_commits_their_documents(s) {
+        // One host at its limit of 2: only the successes' own slots can be claimed.
+        let jobs: Vec<_> = (0..5)
+            .map(|i| job(&format!("http://a.example/{i}")))
+            .collect();
+        s.enqueue(None, &jobs, 5, 0).expect("enqueue");
+        let policy = Policy::default();
+        let request = ClaimRequest {
+            owner: "w",
+            lease: Duration::from_secs(60),
+            per_host: 2,
+            intervals: &NO_INTERVALS,
+            max: 2,
+        };
+        let first = s
+            .step(&mut Vec::new(), &policy, 10, Some(&request))
+            .expect("step");
+        assert_eq!(first.claimed.len(), 2, "the host's limit");
+        let mut finished: Vec<_> = first
+            .claimed
+            .iter()
+            .map(|c| {
+                let success = Success {
+                    http_status: 200,
+                    title: Some(format!("Page {}", c.job_id)),
+                    document: Some(format!("/lib/{}.md", c.job_id)),
+                    index: Some(Box::new(Indexed {
+                        title: format!("Page {}", c.job_id),
+                        body: format!("pangolin number{}", c.job_id),
+                        ..Indexed::default()
+                    })),
+                    ..Success::default()
+                };
+                (c.clone(), Finish::Success(success))
+            })
+            .collect();
+        let second = s
+            .step(&mut finished, &policy, 11, Some(&request))
+            .expect("step");
+        assert!(
+            second
+                .settled
+                .iter()
+                .all(|(_, _, settled)| matches!(settled, Settled::Done))
+        );
+        let ids: Vec<i64> = second.claimed.iter().map(|c| c.job_id).collect();
+        assert_eq!(ids, [3, 4], "the two slots the successes freed");
+        // One transaction, committed whole: the outcomes, their search index and the claim.
+        assert_eq!(s.stats(11).expect("stats").running, 2);
+        assert_eq!(s.search("pangolin", 10).expect("search").len(), 2);
+        assert_eq!(
+            s.job(1).expect("job").expect("row").status,
+            Status::Done
+        );
+        // A step with nothing finished claims as before.
+        let third = s
+            .step(&mut Vec::new(), &policy, 12, Some(&request))
+            .expect("step");
+        assert!(third.claimed.is_empty(), "the host is at its limit again");
+    }
+
     fn a_lost_lease_cannot_complete(s) {
         s.enqueue(None, &[job("http://a.example/")], 5, 0)
             .expect("enqueue");
