@@ -220,10 +220,10 @@ async fn step_on(
         let (settled, claimed) = futures_util::future::join(outcomes_then_commit, claiming).await;
         return match (settled, claimed) {
             (Ok(settled), Ok(claimed)) => Ok((settled, claimed)),
+            (Err(e), Ok(_)) | (Ok(_), Err(e)) => Err(e),
             // A deadlock in one side aborts the transaction, and the statements behind it fail
             // for that: the deadlock is the error, which the store tries again.
-            (Err(e), _) | (_, Err(e)) if e.is_retryable() => Err(e),
-            (Err(e), _) | (_, Err(e)) => Err(e),
+            (Err(outcome), Err(claim)) => Err(if claim.is_retryable() { claim } else { outcome }),
         };
     }
     let ((), settled, ()) = outcomes.await?;
