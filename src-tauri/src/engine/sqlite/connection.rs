@@ -125,6 +125,7 @@ impl Store {
             checkpointer: Mutex::new(None),
             lane_keys: Mutex::default(),
             clock_anchor: Mutex::default(),
+            signal: Default::default(),
         })
     }
 
@@ -139,6 +140,7 @@ impl Store {
             checkpointer: Mutex::new(None),
             lane_keys: Mutex::default(),
             clock_anchor: Mutex::default(),
+            signal: Default::default(),
         })
     }
 
@@ -219,6 +221,9 @@ impl Store {
                 Ok(tx) => {
                     let out = f(&tx)?;
                     tx.commit()?;
+                    if let Some(path) = &self.path {
+                        self.signal.send(path);
+                    }
                     return Ok(out);
                 }
                 // SQLite's busy handler is not fair: with several processes writing, one can

@@ -46,6 +46,8 @@ pub struct Store {
     lane_keys: Mutex<LaneKeys>,
     /// The clock offset this store last saw recorded ([`Store::reconcile_clock`]).
     clock_anchor: Mutex<Option<clock_jump::Anchor>>,
+    /// Written after every commit, for other processes' watches ([`watch`]).
+    signal: watch::Signal,
 }
 
 impl std::fmt::Debug for Store {
