@@ -567,12 +567,30 @@ fn block_reason(dom: &dom_query::Document, html: &str) -> Option<&'static str> {
 }
 
 /// Non-whitespace characters a reader would see: body text minus the inline
-/// scripts and styles that challenge pages are mostly made of.
+/// scripts and styles that challenge pages are mostly made of. Counted in one walk
+/// that skips them, without copying the body's text (every page is asked this).
 fn visible_chars(dom: &dom_query::Document) -> usize {
-    let count = |s: &str| s.chars().filter(|c| !c.is_whitespace()).count();
-    let all = count(&dom.select("body").text());
-    let hidden = count(&dom.select("body script, body style, body template").text());
-    all.saturating_sub(hidden)
+    let body = dom
+        .root()
+        .children_it(false)
+        .find(|n| n.has_name("html"))
+        .and_then(|html| html.children_it(false).find(|n| n.has_name("body")));
+    let mut count = 0;
+    let mut open: Vec<_> = body.into_iter().collect();
+    while let Some(node) = open.pop() {
+        for child in node.children_it(false) {
+            if child.is_text() {
+                count += child.text().chars().filter(|c| !c.is_whitespace()).count();
+            } else if child.is_element()
+                && !child
+                    .qual_name_ref()
+                    .is_some_and(|n| matches!(&*n.local, "script" | "style" | "template"))
+            {
+                open.push(child);
+            }
+        }
+    }
+    count
 }
 
 #[cfg(test)]
@@ -786,6 +804,18 @@ mod tests {
             extract(denied, HTML, URL),
             Err(ExtractError::Blocked("access denied page".into()))
         );
+    }
+
+    #[test]
+    fn visible_text_leaves_out_scripts_styles_and_templates_at_any_depth() {
+        let dom = dom_query::Document::from(
+            "<html><head><title>t</title><style>h1{}</style></head><body><p>ab c</p>\
+             <script>var x = 1;</script><div><style>p { color: red }</style>\
+             <template><p>not shown</p></template><span> d <b>e</b></span></div></body></html>",
+        );
+        // a, b, c, d, e: the title and everything hidden are not counted.
+        assert_eq!(visible_chars(&dom), 5);
+        assert_eq!(visible_chars(&dom_query::Document::from("")), 0);
     }
 
     #[test]
