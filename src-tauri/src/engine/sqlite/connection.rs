@@ -217,11 +217,17 @@ impl Store {
         let mut conn = self.conn()?;
         let started = Instant::now();
         loop {
+            let changes = conn.total_changes();
             match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
                 Ok(tx) => {
                     let out = f(&tx)?;
+                    // A commit that changed no row tells no one anything; signalling it
+                    // would wake this process's own idle loop, whose checks commit, forever.
+                    let changed = tx.total_changes() != changes;
                     tx.commit()?;
-                    if let Some(path) = &self.path {
+                    if let Some(path) = &self.path
+                        && changed
+                    {
                         self.signal.send(path);
                     }
                     return Ok(out);

@@ -151,6 +151,41 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn a_commit_that_changes_no_row_does_not_wake_the_watch() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("q.db");
+        let store = Store::open(&path).expect("store");
+        store
+            .enqueue(None, &[job("https://example.org/a")], 3, 0)
+            .expect("enqueue");
+        let wake = Arc::new(Notify::new());
+        let _subscription = store.subscribe(wake.clone()).expect("subscribe");
+        // What an idle worker's recovery commits when no lease has expired.
+        store
+            .write(|tx| {
+                tx.execute("UPDATE jobs SET attempts = attempts WHERE id < 0", [])?;
+                Ok(())
+            })
+            .expect("empty commit");
+        assert!(
+            tokio::time::timeout(Duration::from_millis(500), wake.notified())
+                .await
+                .is_err(),
+            "woken by a commit that changed nothing"
+        );
+        store
+            .write(|tx| {
+                tx.execute("UPDATE jobs SET attempts = attempts WHERE id = 1", [])?;
+                Ok(())
+            })
+            .expect("commit");
+        assert!(
+            woken(&wake).await,
+            "a commit that changed a row did not wake"
+        );
+    }
+
     #[test]
     fn a_commit_succeeds_when_the_signal_cannot_be_written() {
         let dir = tempfile::tempdir().expect("tempdir");
