@@ -570,13 +570,8 @@ fn block_reason(dom: &dom_query::Document, html: &str) -> Option<&'static str> {
 /// scripts and styles that challenge pages are mostly made of. Counted in one walk
 /// that skips them, without copying the body's text (every page is asked this).
 fn visible_chars(dom: &dom_query::Document) -> usize {
-    let body = dom
-        .root()
-        .children_it(false)
-        .find(|n| n.has_name("html"))
-        .and_then(|html| html.children_it(false).find(|n| n.has_name("body")));
     let mut count = 0;
-    let mut open: Vec<_> = body.into_iter().collect();
+    let mut open: Vec<_> = article::walk::part(dom, "body").into_iter().collect();
     while let Some(node) = open.pop() {
         for child in node.children_it(false) {
             if child.is_text() {

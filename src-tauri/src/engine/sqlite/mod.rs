@@ -46,7 +46,7 @@ pub struct Store {
     lane_keys: Mutex<LaneKeys>,
     /// The clock offset this store last saw recorded ([`Store::reconcile_clock`]).
     clock_anchor: Mutex<Option<clock_jump::Anchor>>,
-    /// Written after every commit, for other processes' watches ([`watch`]).
+    /// Written after every commit that changed a row, for other processes' watches ([`watch`]).
     signal: watch::Signal,
 }
 

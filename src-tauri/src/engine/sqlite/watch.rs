@@ -1,5 +1,5 @@
 //! Wake-ups across processes, since SQLite has no notifications across connections: every
-//! commit writes a byte to a signal file in a folder of its own beside the database, and a
+//! commit that changed a row writes a byte to a signal file in a folder of its own beside the database, and a
 //! worker watches that folder. Watching the database's own folder instead woke every watcher
 //! once per WAL page written, dozens of times a commit (BENCHMARKS.md §13).
 
@@ -74,7 +74,8 @@ fn open_signal(db_path: &Path) -> std::io::Result<File> {
 }
 
 impl Store {
-    /// Wake `wake` on every commit to this database by any process (this one's too). An
+    /// Wake `wake` on every commit that changed a row of this database, by any process (this
+    /// one's too). An
     /// in-memory database has no other process to hear from.
     pub fn subscribe(&self, wake: Arc<Notify>) -> Result<Subscription> {
         let Some(db_path) = self.path() else {
@@ -112,6 +113,13 @@ mod tests {
             .is_ok()
     }
 
+    /// Not woken within half a second: long enough for an inotify event to arrive.
+    async fn still_asleep(wake: &Notify) -> bool {
+        tokio::time::timeout(Duration::from_millis(500), wake.notified())
+            .await
+            .is_err()
+    }
+
     #[tokio::test]
     async fn a_commit_by_another_connection_wakes_the_watch() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -143,12 +151,7 @@ mod tests {
         conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
             .expect("checkpoint");
         std::fs::write(dir.path().join("unrelated"), b"x").expect("write");
-        assert!(
-            tokio::time::timeout(Duration::from_millis(500), wake.notified())
-                .await
-                .is_err(),
-            "woken without a commit"
-        );
+        assert!(still_asleep(&wake).await, "woken without a commit");
     }
 
     #[tokio::test]
@@ -169,9 +172,7 @@ mod tests {
             })
             .expect("empty commit");
         assert!(
-            tokio::time::timeout(Duration::from_millis(500), wake.notified())
-                .await
-                .is_err(),
+            still_asleep(&wake).await,
             "woken by a commit that changed nothing"
         );
         store

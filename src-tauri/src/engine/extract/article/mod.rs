@@ -12,7 +12,7 @@ mod comments;
 mod math;
 mod short_post;
 mod text;
-mod walk;
+pub(super) mod walk;
 
 /// When at least this share of Readability's text is the page's comments, it missed the
 /// article.

@@ -10,7 +10,7 @@ pub(super) fn elements<'a, 'b>(node: &'b NodeRef<'a>) -> impl Iterator<Item = No
 }
 
 /// The page's `<head>` or `<body>` (the parser always makes both).
-pub(super) fn part<'a>(dom: &'a Document, name: &str) -> Option<NodeRef<'a>> {
+pub(in crate::engine::extract) fn part<'a>(dom: &'a Document, name: &str) -> Option<NodeRef<'a>> {
     let html = dom.root().children_it(false).find(|n| n.has_name("html"))?;
     html.children_it(false).find(|n| n.has_name(name))
 }
