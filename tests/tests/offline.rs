@@ -157,3 +157,105 @@ fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) ->
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// The group of failures that shows the machine offline is recorded even when the database
+/// refuses the offline finding itself: the worker stalls on that error, and every job it had
+/// fetched goes back to the queue, none left held as running.
+#[test]
+fn a_database_that_refuses_the_offline_finding_loses_no_attempt() {
+    if gleaner_tests::ran_in_network_namespace(
+        "a_database_that_refuses_the_offline_finding_loses_no_attempt",
+    ) {
+        return;
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(offline_finding_refused());
+}
+
+async fn offline_finding_refused() {
+    use gleaner::engine::clock::ManualClock;
+    use gleaner::engine::library::Library;
+    use gleaner::engine::policy::Policy;
+    use gleaner::engine::queue::StallKind;
+    use gleaner::engine::sqlite::Store;
+    use gleaner::engine::worker::{RunMode, Worker};
+    use std::sync::Arc;
+
+    const T0: i64 = 1_800_000_000_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("gleaner.db");
+    let store = Arc::new(Store::open(&path).expect("store"));
+    let urls: Vec<String> = HOSTS
+        .iter()
+        .map(|h| format!("http://{h}:{PORT}/ok/refused-{h}"))
+        .collect();
+    let jobs: Vec<_> = gleaner::engine::intake::scan_args(&urls)
+        .iter()
+        .filter_map(|f| f.as_new_job())
+        .collect();
+    store.enqueue(None, &jobs, 5, T0).expect("enqueue");
+    // The database refuses to keep the offline finding, and takes every other write.
+    let other = rusqlite::Connection::open(&path).expect("second connection");
+    other
+        .execute_batch(
+            "CREATE TRIGGER refuse_offline_insert BEFORE INSERT ON settings \
+                 WHEN NEW.key = 'offline' BEGIN SELECT RAISE(ABORT, 'offline refused'); END; \
+             CREATE TRIGGER refuse_offline_update BEFORE UPDATE ON settings \
+                 WHEN NEW.key = 'offline' BEGIN SELECT RAISE(ABORT, 'offline refused'); END;",
+        )
+        .expect("refuse the offline finding");
+    let clock = ManualClock::new(T0);
+    let worker = Worker::new(
+        store.clone(),
+        clock.clone(),
+        Library::new(dir.path().join("library")),
+        Policy::default(),
+    )
+    .expect("worker");
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let w = worker.clone();
+    let run = tokio::spawn(async move { w.run(RunMode::Forever, stop_rx).await });
+
+    let counts = || {
+        other
+            .query_row(
+                "SELECT sum(status = 'running'), sum(status = 'pending'), \
+                     sum(net_failures + server_failures), count(*) FROM jobs",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .expect("counts")
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (running, pending, spent, all): (i64, i64, i64, i64) = counts();
+        let stalled = worker.stalled();
+        if let Some(stall) = stalled.as_ref().filter(|_| running == 0 && pending == all) {
+            // Only the failures before the finding count (as in the test above); the one that
+            // made it is recorded as offline, not lost.
+            assert!(spent < 3, "spent {spent}");
+            let offline: i64 = other
+                .query_row(
+                    "SELECT count(*) FROM attempts WHERE outcome = 'offline'",
+                    [],
+                    |r| r.get(0),
+                )
+                .expect("attempts");
+            assert!(offline >= 1, "the attempt that found the machine offline");
+            assert_eq!(stall.kind, StallKind::Database);
+            assert!(stall.reason.contains("offline refused"), "{}", stall.reason);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "jobs held or lost: running {running}, pending {pending} of {all}; stall {stalled:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop.send(true).expect("stop");
+    run.await.expect("join").expect("run");
+}

@@ -107,6 +107,8 @@ struct Network {
     /// When each failure of the current run of offline-looking failures happened.
     streak: Vec<Millis>,
     offline: Option<OfflineState>,
+    /// What the database has of `offline`.
+    saved: Option<OfflineState>,
 }
 
 /// Failures in a row that make the worker call the machine offline.
@@ -243,13 +245,13 @@ impl Worker {
         while let Some(joined) = run.inflight.try_join_next_with_id() {
             run.collect(joined);
         }
-        if !run.ready.is_empty() {
+        if run.has_finished() {
             let policy = self.policy();
             if let Err(e) = self.step(&mut run, &policy, 0, self.clock.now_ms()).await {
                 tracing::error!(
                     "{}; {} finished jobs could not be recorded and will be fetched again",
                     e,
-                    run.ready.len()
+                    run.ready.len() + run.observed.len()
                 );
             }
         }
@@ -311,7 +313,7 @@ impl Worker {
             free = usize::from(run.inflight.is_empty() && now >= at);
         }
         let mut claimed_none = false;
-        if free > 0 || !run.ready.is_empty() {
+        if free > 0 || run.has_finished() {
             let claimed = self.step(run, &policy, free, now).await?;
             claimed_none = claimed.len() < free;
             // A save that failed for want of space stalls the worker: what it claimed in the
@@ -321,8 +323,21 @@ impl Worker {
             {
                 let ids: Vec<i64> = claimed.iter().map(|c| c.job_id).collect();
                 let (owner, now) = (self.owner.clone(), self.clock.now_ms());
-                self.db(move |s| s.put_back(&owner, Some(&ids), &stall.reason, now))
-                    .await?;
+                let reason = stall.reason.clone();
+                if let Err(e) = self
+                    .db(move |s| s.put_back(&owner, Some(&ids), &reason, now))
+                    .await
+                {
+                    // The same full disk may refuse this too: the stall's own steps record
+                    // them, as if they had run, so none stays held by a worker that forgot it.
+                    let failure = Failure::new(FailureKind::Local, stall.reason);
+                    run.observed.extend(
+                        claimed
+                            .into_iter()
+                            .map(|c| (c, Finish::Local(failure.clone()))),
+                    );
+                    return Err(e);
+                }
                 return Ok(Flow::Go);
             }
             for c in claimed {
@@ -387,7 +402,7 @@ impl Worker {
     }
 
     /// One transaction: commit the finished jobs, claim up to `free` more. Logs and events are
-    /// written from the committed rows. On an error the finished jobs stay in `run.ready`.
+    /// written from the committed rows. On an error the finished jobs stay in `run.observed`.
     async fn step(
         &self,
         run: &mut Run,
@@ -396,8 +411,11 @@ impl Worker {
         now: Millis,
     ) -> Result<Vec<Claimed>, WorkerError> {
         let (owner, p) = (self.owner.clone(), policy.clone());
-        let finished = std::mem::take(&mut run.ready);
-        let mut finished = self.observe_network(finished, policy, now).await?;
+        let mut fresh = std::mem::take(&mut run.ready);
+        self.observe_network(&mut fresh, policy, now);
+        // Observed once: a commit tried again must not count the same failures again.
+        let mut finished = std::mem::take(&mut run.observed);
+        finished.append(&mut fresh);
         // What this group taught may be that the machine is offline (then only a due probe
         // starts), or that this machine cannot keep what it fetches (then nothing starts).
         let free = match self.offline() {
@@ -419,10 +437,15 @@ impl Worker {
             (finished, step)
         })
         .await?;
-        run.ready = finished;
+        run.observed = finished;
         let step = step?;
         for (claimed, finish, settled) in &step.settled {
             run.summary.count(self.report(claimed, finish, settled));
+        }
+        // After the outcomes, which a database that refuses the finding must not hold up; the
+        // claims stand, and a stall puts them back.
+        if let Err(e) = self.save_network(now).await {
+            self.stall_on(&e);
         }
         Ok(step.claimed)
     }
@@ -481,18 +504,14 @@ impl Worker {
 
     /// Learn from a group of finished attempts whether the network is there, and turn
     /// failures that happened while offline into [`Finish::Offline`] so they spend no budget.
-    /// A change of state is committed (for `stats` and the window) before it is logged.
-    async fn observe_network(
-        &self,
-        finished: Vec<(Claimed, Finish)>,
-        policy: &Policy,
-        now: Millis,
-    ) -> Result<Vec<(Claimed, Finish)>, WorkerError> {
-        let before = self.offline();
+    /// In memory only: [`Worker::save_network`] commits what changed.
+    fn observe_network(&self, group: &mut Vec<(Claimed, Finish)>, policy: &Policy, now: Millis) {
+        let finished = std::mem::take(group);
         let mut out = Vec::with_capacity(finished.len());
-        let after = {
+        {
             let Ok(mut net) = self.network.lock() else {
-                return Ok(finished);
+                *group = finished;
+                return;
             };
             // Anything that reached a server, even an error page, proves the network works.
             let reached = finished.iter().any(|(_, f)| match f {
@@ -558,38 +577,47 @@ impl Worker {
                 let wait = policy.delay(state.probes, unit);
                 state.next_probe_at = now + wait.as_millis() as Millis;
             }
-            net.offline.clone()
-        };
-        if after != before {
-            let state = after.clone();
-            self.db(move |s| s.set_offline(state.as_ref())).await?;
-            match (&before, &after) {
-                (None, Some(state)) => tracing::warn!(
-                    "This machine looks offline: the last {OFFLINE_AFTER} attempts could not reach the network ({}). \
-                     No new fetches start and no retries are spent until it is back; checking again in {}.",
-                    state.reason,
-                    policy::human_duration(Duration::from_millis(
-                        (state.next_probe_at - now).max(0) as u64
-                    ))
-                ),
-                (Some(_), Some(state)) => tracing::info!(
-                    "Still offline ({}); checking again in {} (check {}).",
-                    state.reason,
-                    policy::human_duration(Duration::from_millis(
-                        (state.next_probe_at - now).max(0) as u64
-                    )),
-                    state.probes + 1
-                ),
-                (Some(state), None) => tracing::info!(
-                    "Back online after {}; fetching again.",
-                    policy::human_duration(
-                        Duration::from_millis((now - state.since).max(0) as u64)
-                    )
-                ),
-                (None, None) => {}
-            }
         }
-        Ok(out)
+        *group = out;
+    }
+
+    /// Commit the offline finding if it changed since the database last took it (for `stats`
+    /// and the window), then log the change. Refused, it is tried again after the next step.
+    async fn save_network(&self, now: Millis) -> Result<(), WorkerError> {
+        let (before, after) = match self.network.lock() {
+            Ok(net) if net.offline != net.saved => (net.saved.clone(), net.offline.clone()),
+            _ => return Ok(()),
+        };
+        let state = after.clone();
+        self.db(move |s| s.set_offline(state.as_ref())).await?;
+        if let Ok(mut net) = self.network.lock() {
+            net.saved = after.clone();
+        }
+        match (&before, &after) {
+            (None, Some(state)) => tracing::warn!(
+                "This machine looks offline: the last {OFFLINE_AFTER} attempts could not reach the network ({}). \
+                 No new fetches start and no retries are spent until it is back; checking again in {}.",
+                state.reason,
+                policy::human_duration(Duration::from_millis(
+                    (state.next_probe_at - now).max(0) as u64
+                ))
+            ),
+            // A probe that failed; a clock jump only moves the next one.
+            (Some(was), Some(state)) if was.probes != state.probes => tracing::info!(
+                "Still offline ({}); checking again in {} (check {}).",
+                state.reason,
+                policy::human_duration(Duration::from_millis(
+                    (state.next_probe_at - now).max(0) as u64
+                )),
+                state.probes + 1
+            ),
+            (Some(state), None) => tracing::info!(
+                "Back online after {}; fetching again.",
+                policy::human_duration(Duration::from_millis((now - state.since).max(0) as u64))
+            ),
+            _ => {}
+        }
+        Ok(())
     }
 
     fn report(&self, claimed: &Claimed, finish: &Finish, settled: &Settled) -> Outcome {
@@ -970,6 +998,9 @@ struct Run {
     /// Outcomes fetched but not yet committed: they go into the next step's transaction
     /// together with the claims for the slots they free (group commit).
     ready: Vec<(Claimed, Finish)>,
+    /// Outcomes whose commit failed, already weighed for what they say about the network (or
+    /// never fetched: jobs put back unstarted); the next step commits them as they are.
+    observed: Vec<(Claimed, Finish)>,
     /// Start-of-run upkeep (recovery, clean-up) is done.
     started: bool,
 }
@@ -980,6 +1011,11 @@ enum Flow {
 }
 
 impl Run {
+    /// Outcomes wait to be committed.
+    fn has_finished(&self) -> bool {
+        !self.ready.is_empty() || !self.observed.is_empty()
+    }
+
     /// A finished fetch task's outcome joins the next commit; a task that panicked fails its
     /// attempt like any unknown error.
     fn collect(

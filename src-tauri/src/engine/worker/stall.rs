@@ -64,7 +64,7 @@ impl Worker {
                 self.mark_stall_recorded();
             }
         }
-        if !run.ready.is_empty() {
+        if run.has_finished() {
             let policy = self.policy();
             if let Err(e) = self.step(run, &policy, 0, self.clock.now_ms()).await {
                 tracing::debug!(error = %e, "still cannot record finished jobs");
