@@ -1938,17 +1938,42 @@ async fn nothing_shows_as_running(s: &DesktopSession) {
         assert!(
             Instant::now() < deadline,
             "jobs still show as running 15 s into the pause: header {counts:?}; in the \
-             database (id, url, lease owner, lease until): {held:?}; stall recorded: {:?}",
+             database (id, url, lease owner, lease until): {held:?}; stall recorded: {:?}\n\
+             --- the biggest files on the small disk ---\n{}\n--- app log ---\n{}",
             s.sql()
                 .query_row(
                     "SELECT value FROM settings WHERE key = 'stalled'",
                     [],
                     |r| r.get::<_, String>(0)
                 )
-                .ok()
+                .ok(),
+            biggest_files(s.data_dir.parent().unwrap_or(&s.data_dir)),
+            s.app_log()
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// The twenty biggest files under `dir`, with their sizes: what took a full disk's room.
+fn biggest_files(dir: &std::path::Path) -> String {
+    let mut files = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            match entry.metadata() {
+                Ok(m) if m.is_dir() => todo.push(entry.path()),
+                Ok(m) => files.push((m.len(), entry.path())),
+                Err(_) => {}
+            }
+        }
+    }
+    files.sort_by_key(|f| std::cmp::Reverse(f.0));
+    files
+        .iter()
+        .take(20)
+        .map(|(len, path)| format!("{len:>10} {}", path.display()))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The jobs the database holds as running: id, url, lease owner, lease end.
