@@ -166,6 +166,9 @@ pub struct DesktopSession {
     tray_items: Arc<Mutex<Vec<(String, String)>>>,
     pub display: String,
     pub bus_address: String,
+    /// The app's output, outside the data folder: a test that fills the data folder's disk
+    /// still gets the whole log.
+    log_dir: tempfile::TempDir,
 }
 
 fn find_tool(name: &str) -> PathBuf {
@@ -348,7 +351,8 @@ impl DesktopSession {
             .expect("notification server and tray watcher on the private bus");
 
         let (port, native_port) = (free_port(), free_port());
-        let log_path = data_dir.join("app.log");
+        let log_dir = tempfile::tempdir().expect("log dir");
+        let log_path = log_dir.path().join("app.log");
         let log = std::fs::File::create(&log_path).expect("app log file");
         let mut driver = Command::new(find_tool("tauri-driver"));
         driver
@@ -432,6 +436,7 @@ impl DesktopSession {
             bus: bus_conn,
             display,
             bus_address,
+            log_dir,
         };
         session
             .wait_text("status", |t| t == "Ready.", "the window to load")
@@ -509,7 +514,7 @@ impl DesktopSession {
 
     /// The app's own log (tauri-driver, WebKitWebDriver and the app write to it).
     pub fn app_log(&self) -> String {
-        std::fs::read_to_string(self.data_dir.join("app.log")).unwrap_or_default()
+        std::fs::read_to_string(self.log_dir.path().join("app.log")).unwrap_or_default()
     }
 
     pub fn notifications(&self) -> Vec<Notified> {
