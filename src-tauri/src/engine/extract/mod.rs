@@ -207,11 +207,13 @@ fn extract_html(
             "the page's markup is nested more than {MAX_DEPTH} elements deep"
         )));
     }
-    if let Some(reason) = block_reason(&dom, &html) {
+    let tags = MetaTags::find(&dom);
+    if let Some(reason) = block_reason(&dom, &tags, &html) {
         return Err(ExtractError::Blocked(reason.into()));
     }
     // Collected before Readability runs, because it rewrites the tree.
-    let meta = PageMeta::collect(&dom, url);
+    let meta = PageMeta::collect(&tags, url);
+    drop(tags);
     let attempts = if html.len() > BIG_PAGE {
         Attempts::Strictest
     } else {
@@ -346,12 +348,53 @@ struct PageMeta {
     citation_abstract: Option<String>,
 }
 
+/// The page's `<meta content>`, `<link rel href>` and `<title>` elements, in document order,
+/// found in one walk of the tree (three selectors matched every element three times).
+struct MetaTags<'a> {
+    metas: Vec<dom_query::NodeRef<'a>>,
+    links: Vec<dom_query::NodeRef<'a>>,
+    titles: Vec<dom_query::NodeRef<'a>>,
+}
+
+impl<'a> MetaTags<'a> {
+    fn find(dom: &'a dom_query::Document) -> Self {
+        let mut tags = MetaTags {
+            metas: Vec::new(),
+            links: Vec::new(),
+            titles: Vec::new(),
+        };
+        for node in dom.root().descendants_it() {
+            let Some(name) = node.qual_name_ref() else {
+                continue;
+            };
+            match &*name.local {
+                "meta" if node.has_attr("content") => tags.metas.push(node),
+                "link" if node.has_attr("rel") && node.has_attr("href") => tags.links.push(node),
+                "title" => tags.titles.push(node),
+                _ => {}
+            }
+        }
+        tags
+    }
+
+    /// Every `<title>`'s text, joined (as `select("title").text()` gives it).
+    fn title_text(&self) -> String {
+        self.titles
+            .iter()
+            .map(|t| t.text())
+            .fold(String::new(), |mut all, t| {
+                all.push_str(&t);
+                all
+            })
+    }
+}
+
 impl PageMeta {
-    fn collect(dom: &dom_query::Document, url: &str) -> Self {
+    fn collect(tags: &MetaTags, url: &str) -> Self {
         let mut m = PageMeta::default();
         let (mut pub_date, mut date, mut meta_desc, mut og_desc) = (None, None, None, None);
         let (mut og_url, mut content_language, mut citation_language) = (None, None, None);
-        for node in dom.select("meta[content]").nodes() {
+        for node in &tags.metas {
             let Some(value) = node.attr("content").as_deref().and_then(clean) else {
                 continue;
             };
@@ -393,7 +436,7 @@ impl PageMeta {
 
         // One walk over the links for the canonical address and a PDF alternate.
         let (mut canonical, mut alternate_pdf) = (None, None);
-        for n in dom.select("link[rel][href]").nodes() {
+        for n in &tags.links {
             let Some(rel) = n.attr("rel") else { continue };
             let has = |name: &str| {
                 rel.split_ascii_whitespace()
@@ -505,10 +548,9 @@ const SHORT_PAGE_CHARS: usize = 2000;
 /// comment forms, and short pages can be about access control.
 const TINY_PAGE_CHARS: usize = 600;
 
-fn block_reason(dom: &dom_query::Document, html: &str) -> Option<&'static str> {
-    let title = dom
-        .select("title")
-        .text()
+fn block_reason(dom: &dom_query::Document, tags: &MetaTags, html: &str) -> Option<&'static str> {
+    let title = tags
+        .title_text()
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
