@@ -179,7 +179,7 @@ const REJECTED_SHOWN = 300;
 const PIECE_BYTES = 4 * 1024 * 1024;
 // Reference files and bookmark exports are read as a whole (an entry spans lines), up to this.
 const WHOLE_FILE_BYTES = 256 * 1024 * 1024;
-const WHOLE_FILE = /\.(bib|bibtex|ris|json|html?)$/i;
+const WHOLE_FILE = /\.(bib|bibtex|ris|nbib|medline|json|html?)$/i;
 
 // What several calls of one add did, summed as one.
 function mergeSummary(into, r) {

@@ -350,7 +350,7 @@ fn dropped_links_and_bookmark_files_are_queued() {
         assert_eq!(
             s.text("add-rejected").await,
             "photo.jpg: not text (it holds binary data); drop a text file with links in it, a \
-             BibTeX, RIS or CSL-JSON file, or a bookmark export"
+             BibTeX, RIS, CSL-JSON or PubMed (.nbib) file, or a bookmark export"
         );
         s.screenshot("drop-rejected-photo").await;
         let rows = s

@@ -197,6 +197,38 @@ fn ris_and_csl_json_files_join_the_same_jobs() {
     assert!(text.contains("queued"), "{text}");
 }
 
+/// PubMed's own export (MEDLINE, `.nbib`): a record with a DOI is its DOI, one without is its
+/// PubMed id, and each keeps its title, authors, date and journal until better metadata comes.
+#[test]
+fn a_pubmed_export_queues_each_record_with_its_metadata() {
+    let sb = Sandbox::new();
+    let out = sb.run(&["add", "--file", &fixture("references/pubmed.nbib")]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    for line in [
+        "queued 1 doi:10.1001/jama.2019.11921",
+        "queued 2 pmid:12345678",
+        "queued 3 pmid:30000001",
+    ] {
+        assert!(text.contains(line), "{line}: {text}");
+    }
+    assert!(!text.contains("rejected"), "{text}");
+    let job = sb.json(&["jobs", "show", "2", "--json"]);
+    assert_eq!(job["title"], "A study with no DOI.", "{job}");
+    let r = &job["reference"];
+    assert_eq!(
+        r["authors"],
+        serde_json::json!(["Doe, J", "WHO Study Group"])
+    );
+    assert_eq!(r["issued"], "2003-07");
+    assert_eq!(r["container_title"], "Lancet");
+    let first = sb.json(&["jobs", "show", "1", "--json"]);
+    assert_eq!(
+        first["reference"]["authors"][1], "Reynolds, Charles F 3rd",
+        "{first}"
+    );
+}
+
 /// A Firefox bookmark export: only HREFs count, entities decoded, icons ignored; smart folders
 /// and bookmarklets are skipped with a reason and `add` still succeeds; folders are tags.
 #[test]

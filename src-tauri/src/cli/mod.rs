@@ -622,7 +622,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 /// `gleaner add`: the arguments, then the file or standard input: text holding links, a
-/// reference file (BibTeX, RIS, CSL-JSON) or a bookmark export. Findings are queued and printed
+/// reference file (BibTeX, RIS, CSL-JSON, MEDLINE) or a bookmark export. Findings are queued and printed
 /// a chunk at a time, in input order, so a 100 MB file of junk needs no more memory than a
 /// short one (BENCHMARKS.md, "Intake of a large file").
 fn add(
@@ -672,8 +672,8 @@ fn add(
         Err(intake::files::Stopped::Taker(e)) => return Err(e),
         Err(intake::files::Stopped::File(intake::files::FileError::Binary)) => bail!(
             "{what} is not text (it holds binary data); give a text file with links in it \
-             (one per line, or any text around them), a BibTeX, RIS or CSL-JSON file, or a \
-             bookmark export"
+             (one per line, or any text around them), a BibTeX, RIS, CSL-JSON or PubMed \
+             (.nbib) file, or a bookmark export"
         ),
         Err(intake::files::Stopped::File(e)) => {
             return Err(anyhow::Error::new(e).context(format!("cannot read {what}")));

@@ -247,7 +247,7 @@ fn add_found(
                 summary.reject(
                     file.name,
                     "not text (it holds binary data); drop a text file with links in it, a \
-                     BibTeX, RIS or CSL-JSON file, or a bookmark export"
+                     BibTeX, RIS, CSL-JSON or PubMed (.nbib) file, or a bookmark export"
                         .into(),
                 );
             }

@@ -1,4 +1,4 @@
-//! One entry of a reference file (BibTeX, RIS, CSL-JSON) or of a bookmark export, as read,
+//! One entry of a reference file (BibTeX, RIS, CSL-JSON, MEDLINE) or of a bookmark export, as read,
 //! before intake decides what to fetch for it.
 
 use serde::Serialize;

@@ -1,5 +1,5 @@
 //! A file given to intake (`add --file`, a drop on the window): a text holding links, a
-//! reference file (BibTeX, RIS, CSL-JSON) or a browser's bookmark export, told apart by its
+//! reference file (BibTeX, RIS, CSL-JSON, MEDLINE) or a browser's bookmark export, told apart by its
 //! start and its name, and read a piece at a time.
 
 use std::io::{BufReader, Cursor, Read};
@@ -25,6 +25,7 @@ impl FileKind {
             FileKind::References(ReferenceFormat::Bibtex) => "a BibTeX file",
             FileKind::References(ReferenceFormat::Ris) => "a RIS file",
             FileKind::References(ReferenceFormat::CslJson) => "a CSL-JSON file",
+            FileKind::References(ReferenceFormat::Medline) => "a MEDLINE file",
         }
     }
 }

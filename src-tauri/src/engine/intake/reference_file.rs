@@ -1,10 +1,10 @@
-//! Reference files (BibTeX/BibLaTeX, RIS, CSL-JSON): telling which one a file is, reading it
+//! Reference files (BibTeX/BibLaTeX, RIS, CSL-JSON, MEDLINE): telling which one a file is, reading it
 //! with the reader of its format, and what the readers share (dates, keywords, arXiv and
 //! PubMed ids).
 
 use std::io::BufRead;
 
-use super::{Item, bibtex, csl_json, ris};
+use super::{Item, bibtex, csl_json, medline, ris};
 
 /// The formats of reference file that intake reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -15,6 +15,8 @@ pub enum ReferenceFormat {
     Ris,
     /// CSL-JSON (`.json`): an array of CSL items, as Zotero exports it.
     CslJson,
+    /// MEDLINE (`.nbib`), as PubMed's "Send to: Citation manager" writes it.
+    Medline,
 }
 
 /// The format a file name's extension says, if any (`refs.BIB` → BibTeX).
@@ -24,13 +26,14 @@ pub fn format_from_name(name: &str) -> Option<ReferenceFormat> {
         "bib" | "bibtex" => Some(ReferenceFormat::Bibtex),
         "ris" => Some(ReferenceFormat::Ris),
         "json" => Some(ReferenceFormat::CslJson),
+        "nbib" | "medline" => Some(ReferenceFormat::Medline),
         _ => None,
     }
 }
 
 /// The format the start of a file shows, if any: `[` followed by `{` or `]` (or `{` followed
-/// by `"`) is JSON, a CSL-JSON candidate; a `TY  - ` line is RIS and an `@article{` line is
-/// BibTeX, if it comes within the first ten lines and no link comes before it (publishers put
+/// by `"`) is JSON, a CSL-JSON candidate; a `TY  - ` line is RIS, a `PMID- ` line MEDLINE and
+/// an `@article{` line is BibTeX, if it comes within the first ten lines and no link comes before it (publishers put
 /// a few lines of header before RIS, Mendeley before BibTeX; `%` lines are BibTeX comments). A
 /// file of links, prose or Markdown (`[title](https://…)`) is none of these.
 pub fn format_from_content(head: &[u8]) -> Option<ReferenceFormat> {
@@ -51,6 +54,9 @@ pub fn format_from_content(head: &[u8]) -> Option<ReferenceFormat> {
     for line in lines.take(10) {
         if ris_tag(line).is_some_and(|(tag, _)| tag == "TY") {
             return Some(ReferenceFormat::Ris);
+        }
+        if medline::medline_tag(line).is_some_and(|(tag, _)| tag == "PMID") {
+            return Some(ReferenceFormat::Medline);
         }
         if line.starts_with('%') {
             continue;
@@ -95,6 +101,8 @@ pub enum ReferenceFileError {
     Ris(#[from] ris::RisError),
     #[error(transparent)]
     CslJson(#[from] csl_json::CslJsonError),
+    #[error(transparent)]
+    Medline(#[from] medline::MedlineError),
 }
 
 /// Read a reference file of `format`, handing each item to `on_item` in file order, a piece of
@@ -108,8 +116,86 @@ pub fn read_reference_file<R: BufRead>(
         ReferenceFormat::Bibtex => bibtex::read_bibtex(reader, on_item)?,
         ReferenceFormat::Ris => ris::read_ris(reader, on_item)?,
         ReferenceFormat::CslJson => csl_json::read_csl_json(reader, on_item)?,
+        ReferenceFormat::Medline => medline::read_medline(reader, on_item)?,
     }
     Ok(())
+}
+
+/// The most tag lines one record of a tagged file (RIS, MEDLINE) may hold, and the most text:
+/// past either the record is rejected without holding more.
+pub(super) const MAX_TAGS: usize = 10_000;
+pub(super) const MAX_RECORD_BYTES: usize = 4 * 1024 * 1024;
+
+/// A record of a tagged file (RIS, MEDLINE) as it is read: its tags in file order, within
+/// [`MAX_TAGS`] and [`MAX_RECORD_BYTES`].
+pub(super) struct TaggedRecord {
+    /// The line it starts on.
+    pub line: usize,
+    pub tags: Vec<(String, String)>,
+    /// Past the limits: only the tag that names it is kept.
+    pub overflow: bool,
+    bytes: usize,
+    /// The tag that names the record (RIS `ID`, MEDLINE `PMID`).
+    name_tag: &'static str,
+}
+
+impl TaggedRecord {
+    pub fn new(line: usize, name_tag: &'static str) -> Self {
+        Self {
+            line,
+            tags: Vec::new(),
+            overflow: false,
+            bytes: 0,
+            name_tag,
+        }
+    }
+
+    /// Counts `bytes` more; past the limits, lets go of all but the record's name.
+    fn grow(&mut self, bytes: usize) -> bool {
+        self.bytes += bytes;
+        if !self.overflow && (self.bytes > MAX_RECORD_BYTES || self.tags.len() >= MAX_TAGS) {
+            self.overflow = true;
+            let name = self.name_tag;
+            self.tags.retain(|(t, _)| t == name);
+        }
+        !self.overflow
+    }
+
+    pub fn push(&mut self, tag: &str, value: &str) {
+        if self.grow(value.len()) {
+            self.tags.push((tag.to_string(), value.to_string()));
+        }
+    }
+
+    /// A line without a tag: the value before it goes on over lines.
+    pub fn go_on(&mut self, text: &str) {
+        if !text.is_empty()
+            && self.grow(text.len())
+            && let Some((_, last)) = self.tags.last_mut()
+        {
+            last.push(' ');
+            last.push_str(text);
+        }
+    }
+
+    /// Its name, for a rejection: the naming tag's value, else its line.
+    pub fn name(&self) -> String {
+        let key = self
+            .tags
+            .iter()
+            .find(|(t, _)| t == self.name_tag)
+            .map(|(_, v)| v.as_str());
+        entry_name(key, self.line)
+    }
+
+    /// Why a record past the limits is not read.
+    pub fn too_big(&self) -> String {
+        format!(
+            "line {}: more than {MAX_TAGS} tags or {} MiB, not read",
+            self.line,
+            MAX_RECORD_BYTES / (1024 * 1024)
+        )
+    }
 }
 
 /// A RIS line's tag and value: `AU  - Vaswani, Ashish` → (`AU`, `Vaswani, Ashish`). The tag is
@@ -343,6 +429,10 @@ mod tests {
         );
         assert_eq!(format_from_name("export.ris"), Some(ReferenceFormat::Ris));
         assert_eq!(
+            format_from_name("citations.NBIB"),
+            Some(ReferenceFormat::Medline)
+        );
+        assert_eq!(
             format_from_name("zotero.Json"),
             Some(ReferenceFormat::CslJson)
         );
@@ -436,12 +526,25 @@ mod tests {
             detect(Some("empty.json"), b"\n"),
             Some(ReferenceFormat::CslJson)
         );
+        assert_eq!(
+            detect(Some("citations.txt"), b"\nPMID- 31452104\nOWN - NLM\n"),
+            Some(ReferenceFormat::Medline)
+        );
+        assert_eq!(
+            detect(Some("citations.nbib"), b"  \n"),
+            Some(ReferenceFormat::Medline)
+        );
+        assert_eq!(
+            detect(None, b"PMID: 31452104\n"),
+            None,
+            "a PubMed id in prose"
+        );
         assert_eq!(detect(None, b"plain words"), None);
     }
 
     #[test]
     fn each_fixture_is_detected_and_read_by_its_reader() {
-        let fixtures: [(&str, &[u8], ReferenceFormat, usize); 3] = [
+        let fixtures: [(&str, &[u8], ReferenceFormat, usize); 4] = [
             (
                 "library.bib",
                 include_bytes!("../../../tests-fixtures/references/library.bib"),
@@ -459,6 +562,12 @@ mod tests {
                 include_bytes!("../../../tests-fixtures/references/library.json"),
                 ReferenceFormat::CslJson,
                 6,
+            ),
+            (
+                "pubmed.nbib",
+                include_bytes!("../../../tests-fixtures/references/pubmed.nbib"),
+                ReferenceFormat::Medline,
+                3,
             ),
         ];
         for (name, bytes, format, count) in fixtures {

@@ -8,13 +8,8 @@ use std::io::BufRead;
 use super::Lines;
 use super::entry::{Entry, Item};
 use super::reference_file::{
-    arxiv_in_text, entry_name, is_arxiv_id, is_pmid, issued_from_ymd, pmid_in_note, ris_tag,
+    TaggedRecord, arxiv_in_text, is_arxiv_id, is_pmid, issued_from_ymd, pmid_in_note, ris_tag,
 };
-
-/// The most tag lines one entry may hold, and the most text: past either the entry is
-/// rejected without holding more.
-const MAX_TAGS: usize = 10_000;
-const MAX_RECORD_BYTES: usize = 4 * 1024 * 1024;
 
 /// Why a RIS file could not be read to its end.
 #[derive(Debug, thiserror::Error)]
@@ -37,30 +32,11 @@ pub fn read_ris<R: BufRead>(reader: R, mut on_item: impl FnMut(Item)) -> Result<
 pub struct RisReader<R> {
     lines: Lines<R>,
     line: usize,
-    open: Option<Open>,
+    open: Option<TaggedRecord>,
     /// The first line of tags found outside any entry, not yet told.
     stray: Option<usize>,
     ready: VecDeque<Item>,
     done: bool,
-}
-
-struct Open {
-    line: usize,
-    tags: Vec<(String, String)>,
-    bytes: usize,
-    overflow: bool,
-}
-
-impl Open {
-    /// Counts `bytes` more; past the limits, lets go of all but the entry's name.
-    fn grow(&mut self, bytes: usize) -> bool {
-        self.bytes += bytes;
-        if !self.overflow && (self.bytes > MAX_RECORD_BYTES || self.tags.len() >= MAX_TAGS) {
-            self.overflow = true;
-            self.tags.retain(|(t, _)| t == "ID");
-        }
-        !self.overflow
-    }
 }
 
 impl<R: BufRead> RisReader<R> {
@@ -84,14 +60,8 @@ impl<R: BufRead> RisReader<R> {
         };
         let Some((tag, value)) = ris_tag(line) else {
             // A value that goes on over lines (an abstract, EndNote's notes).
-            let text = line.trim();
-            if let Some(open) = self.open.as_mut()
-                && !text.is_empty()
-                && open.grow(text.len())
-                && let Some((_, last)) = open.tags.last_mut()
-            {
-                last.push(' ');
-                last.push_str(text);
+            if let Some(open) = self.open.as_mut() {
+                open.go_on(line.trim());
             }
             return;
         };
@@ -107,22 +77,13 @@ impl<R: BufRead> RisReader<R> {
                         ),
                     );
                 }
-                self.open = Some(Open {
-                    line: self.line,
-                    tags: Vec::new(),
-                    bytes: 0,
-                    overflow: false,
-                });
+                self.open = Some(TaggedRecord::new(self.line, "ID"));
             }
             "ER" => match self.open.take() {
-                Some(open) if open.overflow => self.reject(
-                    &open,
-                    format!(
-                        "line {}: more than {MAX_TAGS} tags or {} MiB, not read",
-                        open.line,
-                        MAX_RECORD_BYTES / (1024 * 1024)
-                    ),
-                ),
+                Some(open) if open.overflow => {
+                    let reason = open.too_big();
+                    self.reject(&open, reason);
+                }
                 Some(open) => self.ready.push_back(Item::Entry(entry_of(&open.tags))),
                 None => {
                     self.flush_stray();
@@ -136,11 +97,7 @@ impl<R: BufRead> RisReader<R> {
                 }
             },
             _ => match self.open.as_mut() {
-                Some(open) => {
-                    if open.grow(value.len()) {
-                        open.tags.push((tag.to_string(), value.to_string()));
-                    }
-                }
+                Some(open) => open.push(tag, value),
                 None => {
                     self.stray.get_or_insert(self.line);
                 }
@@ -157,14 +114,9 @@ impl<R: BufRead> RisReader<R> {
         }
     }
 
-    fn reject(&mut self, open: &Open, reason: String) {
-        let key = open
-            .tags
-            .iter()
-            .find(|(t, _)| t == "ID")
-            .map(|(_, v)| v.as_str());
+    fn reject(&mut self, open: &TaggedRecord, reason: String) {
         self.ready.push_back(Item::Rejected {
-            what: entry_name(key, open.line),
+            what: open.name(),
             reason,
         });
     }
@@ -280,6 +232,7 @@ fn person(name: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::reference_file::MAX_TAGS;
     use super::*;
 
     const LIBRARY: &str = include_str!("../../../tests-fixtures/references/library.ris");
