@@ -222,6 +222,10 @@ fn a_pubmed_export_queues_each_record_with_its_metadata() {
     );
     assert_eq!(r["issued"], "2003-07");
     assert_eq!(r["container_title"], "Lancet");
+    assert!(
+        r["citation_key"].is_null(),
+        "a PubMed id is no citation key: {job}"
+    );
     let first = sb.json(&["jobs", "show", "1", "--json"]);
     assert_eq!(
         first["reference"]["authors"][1], "Reynolds, Charles F 3rd",

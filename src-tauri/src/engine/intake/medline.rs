@@ -181,8 +181,8 @@ fn entry_of(tags: &[(String, String)]) -> Entry {
         full
     };
     authors.extend(all("CN").map(String::from));
+    // No citation key: a PubMed id is none, and an export makes one from author and year.
     let mut entry = Entry {
-        key: pmid.clone(),
         doi,
         pmid,
         title: first(&["TI", "BTI"]),
@@ -255,7 +255,7 @@ mod tests {
         assert_eq!(found.len(), items.len(), "nothing rejected: {items:?}");
         let first = found[0];
         assert_eq!(first.pmid.as_deref(), Some("31452104"));
-        assert_eq!(first.key.as_deref(), Some("31452104"));
+        assert_eq!(first.key, None, "a PubMed id is no citation key");
         assert_eq!(first.doi.as_deref(), Some("10.1001/jama.2019.11921"));
         assert_eq!(
             first.title.as_deref(),
