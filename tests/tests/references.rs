@@ -233,6 +233,42 @@ fn a_pubmed_export_queues_each_record_with_its_metadata() {
     );
 }
 
+/// Firefox's JSON backup of its bookmarks is read as its HTML export would be, not refused as
+/// a CSL-JSON file that is not one: folders are tags, smart folders and bookmarklets skipped.
+#[test]
+fn a_firefox_json_backup_takes_its_bookmarks_with_their_folders() {
+    let sb = Sandbox::new();
+    let out = sb.run(&["add", "--file", &fixture("bookmarks/firefox-backup.json")]);
+    let text = stdout(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "one bookmark is rejected: {text}"
+    );
+    assert!(
+        text.contains("skipped Most Visited: a Firefox smart folder (place:), not a page"),
+        "{text}"
+    );
+    assert!(
+        text.contains("rejected A gopher hole: gopher: links cannot be fetched"),
+        "{text}"
+    );
+    assert_eq!(text.matches("queued ").count(), 4, "{text}");
+    assert!(!text.contains("CSL-JSON"), "{text}");
+    let jobs = sb.json(&["jobs", "list", "--json"]);
+    let arxiv = jobs
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .find(|j| j["url"] == "arxiv:1706.03762")
+        .expect("the arXiv bookmark is an arXiv job");
+    assert_eq!(
+        arxiv["reference"]["tags"],
+        serde_json::json!(["Research", "Machine learning", "thesis", "transformers"]),
+        "{arxiv}"
+    );
+}
+
 /// A Firefox bookmark export: only HREFs count, entities decoded, icons ignored; smart folders
 /// and bookmarklets are skipped with a reason and `add` still succeeds; folders are tags.
 #[test]

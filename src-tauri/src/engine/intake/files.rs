@@ -4,6 +4,7 @@
 
 use std::io::{BufReader, Cursor, Read};
 
+use super::bookmarks::firefox_json::{self, FirefoxBackupError};
 use super::bookmarks::{self, Bookmarks, BookmarksError};
 use super::entries::{self, EntrySource};
 use super::{CHUNK, Found, HEAD_BYTES, Lines, ReferenceFileError, ReferenceFormat, looks_binary};
@@ -13,6 +14,8 @@ use super::{CHUNK, Found, HEAD_BYTES, Lines, ReferenceFileError, ReferenceFormat
 pub enum FileKind {
     Text,
     Bookmarks,
+    /// Firefox's JSON backup of its bookmarks.
+    FirefoxBackup,
     References(ReferenceFormat),
 }
 
@@ -22,6 +25,7 @@ impl FileKind {
         match self {
             FileKind::Text => "a text file",
             FileKind::Bookmarks => "a bookmark export",
+            FileKind::FirefoxBackup => "a Firefox bookmark backup",
             FileKind::References(ReferenceFormat::Bibtex) => "a BibTeX file",
             FileKind::References(ReferenceFormat::Ris) => "a RIS file",
             FileKind::References(ReferenceFormat::CslJson) => "a CSL-JSON file",
@@ -33,8 +37,13 @@ impl FileKind {
 /// What a file's start (and its name, when the start does not say) makes it. A bookmark
 /// export names itself in its first line; a reference file is told by its syntax.
 pub fn kind_of(name: Option<&str>, head: &[u8]) -> FileKind {
-    if bookmarks::is_bookmark_export(&String::from_utf8_lossy(head)) {
+    let text = String::from_utf8_lossy(head);
+    if bookmarks::is_bookmark_export(&text) {
         return FileKind::Bookmarks;
+    }
+    // Before reference files: a backup is a JSON object, which would be taken for CSL-JSON.
+    if firefox_json::is_firefox_backup(&text) {
+        return FileKind::FirefoxBackup;
     }
     match super::detect(name, head) {
         Some(format) => FileKind::References(format),
@@ -54,6 +63,8 @@ pub enum FileError {
     References(#[from] ReferenceFileError),
     #[error(transparent)]
     Bookmarks(#[from] BookmarksError),
+    #[error(transparent)]
+    FirefoxBackup(#[from] FirefoxBackupError),
 }
 
 /// How reading stopped early: the file, or the one taking the findings.
@@ -112,31 +123,48 @@ pub fn read_file<R: Read, E>(
                 give(&mut found, false).map_err(Stopped::Taker)?;
             }
         }
+        FileKind::FirefoxBackup => {
+            called_back(&mut found, &mut give, EntrySource::Bookmarks, |on_item| {
+                firefox_json::read_firefox_backup(input, on_item).map_err(FileError::from)
+            })?;
+        }
         FileKind::References(format) => {
-            // The readers call back with each entry; a taker's error stops the rest quietly
-            // and is handed back once the reader returns.
-            let mut failed = None;
-            let read = super::read_reference_file(format, input, |item| {
-                if failed.is_some() {
-                    return;
-                }
-                found.push(entries::found(item, EntrySource::References));
-                if let Err(e) = give(&mut found, false) {
-                    failed = Some(e);
-                }
-            });
-            if let Some(e) = failed {
-                return Err(Stopped::Taker(e));
-            }
-            // Entries before a damaged end still count: hand them over, then say so.
-            if let Err(e) = read {
-                give(&mut found, true).map_err(Stopped::Taker)?;
-                return Err(FileError::References(e).into());
-            }
+            called_back(&mut found, &mut give, EntrySource::References, |on_item| {
+                super::read_reference_file(format, input, on_item).map_err(FileError::from)
+            })?;
         }
     }
     give(&mut found, true).map_err(Stopped::Taker)?;
     Ok(kind)
+}
+
+/// Run a reader that calls back with each item. A taker's error stops the rest quietly and
+/// is handed back once the reader returns; items before a damaged end still count: they are
+/// handed over, then the damage is told.
+fn called_back<E>(
+    found: &mut Vec<Found>,
+    give: &mut impl FnMut(&mut Vec<Found>, bool) -> Result<(), E>,
+    source: EntrySource,
+    read: impl FnOnce(&mut dyn FnMut(super::Item)) -> Result<(), FileError>,
+) -> Result<(), Stopped<E>> {
+    let mut failed = None;
+    let read = read(&mut |item| {
+        if failed.is_some() {
+            return;
+        }
+        found.push(entries::found(item, source));
+        if let Err(e) = give(found, false) {
+            failed = Some(e);
+        }
+    });
+    if let Some(e) = failed {
+        return Err(Stopped::Taker(e));
+    }
+    if let Err(e) = read {
+        give(found, true).map_err(Stopped::Taker)?;
+        return Err(e.into());
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -188,6 +216,21 @@ mod tests {
         };
         assert_eq!(reference.as_ref().expect("reference").tags, ["Thesis"]);
         assert!(matches!(&found[1], Found::Skipped { .. }), "{found:?}");
+
+        // A Firefox backup is a JSON object: not taken for (and refused as) CSL-JSON.
+        let backup = "{\"guid\":\"root________\",\"root\":\"placesRoot\",\"children\":[\
+                      {\"root\":\"toolbarFolder\",\"children\":[{\"type\":\"text/x-moz-place\",\
+                      \"title\":\"A\",\"uri\":\"https://example.com/a\"}]}]}";
+        let (kind, found) = read("bookmarks-2026-12-03.json", backup);
+        assert_eq!(kind, FileKind::FirefoxBackup);
+        assert_eq!(urls(&found), ["https://example.com/a"]);
+        let Found::Url { reference, .. } = &found[0] else {
+            panic!("{found:?}")
+        };
+        assert_eq!(
+            reference.as_ref().expect("reference").tags,
+            ["Bookmarks Toolbar"]
+        );
 
         let (kind, found) = read(
             "links.txt",

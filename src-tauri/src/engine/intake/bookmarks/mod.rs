@@ -12,6 +12,8 @@
 //! bookmarklet or a browser's own page is [`Item::Skipped`], and an address that is not a web
 //! address at all is [`Item::Rejected`]. Intake vets the http(s) addresses again.
 
+pub mod firefox_json;
+
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::BufRead;
@@ -290,78 +292,80 @@ impl Shape {
 
     fn end_anchor(&mut self) {
         if let Some(anchor) = self.anchor.take() {
-            let item = self.item(anchor);
-            self.items.push_back(item);
+            let folders = self.folders.iter().flatten().map(String::as_str);
+            let tags = tags_of(folders, anchor.tags.as_deref());
+            self.items.push_back(item(anchor, tags));
         }
     }
+}
 
-    fn item(&self, anchor: Anchor) -> Item {
-        let title = Some(collapse(&anchor.title)).filter(|t| !t.is_empty());
-        let Some(href) = anchor.href else {
-            return Item::Rejected {
-                what: shown(title.as_deref().unwrap_or("an untitled bookmark")),
-                reason: "no address (the bookmark has no HREF)".into(),
-            };
+/// A bookmark as an item: an http(s) address is an [`Entry`] with `tags`; other schemes are
+/// skipped or rejected, each with its reason.
+fn item(anchor: Anchor, tags: Vec<String>) -> Item {
+    let title = Some(collapse(&anchor.title)).filter(|t| !t.is_empty());
+    let Some(href) = anchor.href else {
+        return Item::Rejected {
+            what: shown(title.as_deref().unwrap_or("an untitled bookmark")),
+            reason: "no address (the bookmark has no HREF)".into(),
         };
-        // As a URL parser does: leading and trailing spaces and control characters are not
-        // part of the address.
-        let href = href.trim_matches(|c: char| c <= ' ').to_string();
-        let what = shown(title.as_deref().unwrap_or(&href));
-        let refuse = |reason: String| Item::Rejected {
-            what: what.clone(),
-            reason,
-        };
-        if href.is_empty() {
-            return refuse("no address (its HREF is empty)".into());
-        }
-        let Some(scheme) = scheme_of(&href) else {
-            return refuse("not a full web address (it has no scheme such as https://)".into());
-        };
-        if scheme != "http" && scheme != "https" {
-            return match skip_reason(&scheme) {
-                Some(reason) => Item::Skipped { what, reason },
-                None => refuse(format!(
-                    "{scheme}: links cannot be fetched; only http:// and https:// are taken"
-                )),
-            };
-        }
-        if href.len() > MAX_URL_LEN {
-            return refuse(format!("address longer than {MAX_URL_LEN} characters"));
-        }
-        match Url::parse(&href) {
-            Err(e) => return refuse(format!("malformed address: {e}")),
-            Ok(url) if url.host_str().is_none_or(str::is_empty) => {
-                return refuse("malformed address: no host".into());
-            }
-            Ok(_) => {}
-        }
-        Item::Entry(Entry {
-            key: Some(title.clone().unwrap_or_else(|| href.clone())),
-            title,
-            url: Some(href),
-            issued: anchor.add_date.as_deref().and_then(day_of),
-            tags: self.tags(anchor.tags.as_deref()),
-            ..Entry::default()
-        })
+    };
+    // As a URL parser does: leading and trailing spaces and control characters are not
+    // part of the address.
+    let href = href.trim_matches(|c: char| c <= ' ').to_string();
+    let what = shown(title.as_deref().unwrap_or(&href));
+    let refuse = |reason: String| Item::Rejected {
+        what: what.clone(),
+        reason,
+    };
+    if href.is_empty() {
+        return refuse("no address (its HREF is empty)".into());
     }
+    let Some(scheme) = scheme_of(&href) else {
+        return refuse("not a full web address (it has no scheme such as https://)".into());
+    };
+    if scheme != "http" && scheme != "https" {
+        return match skip_reason(&scheme) {
+            Some(reason) => Item::Skipped { what, reason },
+            None => refuse(format!(
+                "{scheme}: links cannot be fetched; only http:// and https:// are taken"
+            )),
+        };
+    }
+    if href.len() > MAX_URL_LEN {
+        return refuse(format!("address longer than {MAX_URL_LEN} characters"));
+    }
+    match Url::parse(&href) {
+        Err(e) => return refuse(format!("malformed address: {e}")),
+        Ok(url) if url.host_str().is_none_or(str::is_empty) => {
+            return refuse("malformed address: no host".into());
+        }
+        Ok(_) => {}
+    }
+    Item::Entry(Entry {
+        key: Some(title.clone().unwrap_or_else(|| href.clone())),
+        title,
+        url: Some(href),
+        issued: anchor.add_date.as_deref().and_then(day_of),
+        tags,
+        ..Entry::default()
+    })
+}
 
-    /// The folders a bookmark is in, outermost first, then Firefox's own tags for it (its
-    /// `TAGS="a,b"`), each once.
-    fn tags(&self, firefox: Option<&str>) -> Vec<String> {
-        let mut tags: Vec<String> = Vec::new();
-        let folders = self.folders.iter().flatten().map(String::as_str);
-        let own = firefox.into_iter().flat_map(|list| list.split(','));
-        for tag in folders.chain(own) {
-            if tags.len() == MAX_TAGS {
-                break;
-            }
-            let tag = collapse(tag);
-            if !tag.is_empty() && !tags.contains(&tag) {
-                tags.push(tag);
-            }
+/// The folders a bookmark is in, outermost first, then Firefox's own tags for it (`TAGS="a,b"`
+/// in an export, `"tags":"a,b"` in a backup), each once.
+fn tags_of<'a>(folders: impl Iterator<Item = &'a str>, firefox: Option<&'a str>) -> Vec<String> {
+    let mut tags: Vec<String> = Vec::new();
+    let own = firefox.into_iter().flat_map(|list| list.split(','));
+    for tag in folders.chain(own) {
+        if tags.len() == MAX_TAGS {
+            break;
         }
-        tags
+        let tag = collapse(tag);
+        if !tag.is_empty() && !tags.contains(&tag) {
+            tags.push(tag);
+        }
     }
+    tags
 }
 
 impl Anchor {
