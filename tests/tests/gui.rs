@@ -353,12 +353,54 @@ fn dropped_links_and_bookmark_files_are_queued() {
              BibTeX, RIS, CSL-JSON or PubMed (.nbib) file, or a bookmark export"
         );
         s.screenshot("drop-rejected-photo").await;
+        // Firefox's JSON backup of its bookmarks: read as bookmarks, not refused as CSL-JSON.
+        // Written in Firefox's own order (a folder's children last), as `json!` would not.
+        let backup = format!(
+            "{{\"guid\":\"root________\",\"title\":\"\",\"type\":\"text/x-moz-place-container\",\
+             \"root\":\"placesRoot\",\"children\":[{{\"guid\":\"toolbar_____\",\"title\":\"toolbar\",\
+             \"type\":\"text/x-moz-place-container\",\"root\":\"toolbarFolder\",\"children\":[\
+             {{\"title\":\"Backed up\",\"type\":\"text/x-moz-place\",\"tags\":\"thesis\",\"uri\":\"{}\"}},\
+             {{\"title\":\"Most Visited\",\"type\":\"text/x-moz-place\",\
+             \"uri\":\"place:sort=8&maxResults=10\"}}]}}]}}",
+            server.url("/page?title=Backed%20up")
+        );
+        s.js(
+            "const dt = new DataTransfer();\
+             dt.items.add(new File([arguments[0]], 'bookmarks-2026-12-03.json', { type: 'application/json' }));\
+             document.body.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));",
+            vec![json!(backup)],
+        )
+        .await;
+        s.wait_text(
+            "add-summary",
+            |t| t == "1 link queued, 0 duplicates, 0 rejected, 1 skipped.",
+            "the backup drop summary",
+        )
+        .await;
+        assert_eq!(
+            s.text("add-rejected").await,
+            "skipped Most Visited: a Firefox smart folder (place:), not a page"
+        );
         let rows = s
-            .wait_rows(|r| all_status(r, 4, "done"), "four done jobs")
+            .wait_rows(|r| all_status(r, 5, "done"), "five done jobs")
             .await;
         let mut titles: Vec<&str> = rows.iter().map(|r| col(r, "Title")).collect();
         titles.sort_unstable();
-        assert_eq!(titles, ["Bookmark A", "Bookmark B", "Dragged", "Listed"]);
+        assert_eq!(
+            titles,
+            ["Backed up", "Bookmark A", "Bookmark B", "Dragged", "Listed"]
+        );
+        let backed_up = rows
+            .iter()
+            .find(|r| col(r, "Title") == "Backed up")
+            .expect("the backup's bookmark");
+        select_row(&s, &backed_up["id"]).await;
+        s.wait_text(
+            "d-tags",
+            |t| t == "Bookmarks Toolbar, thesis",
+            "the bookmark's folder and tag",
+        )
+        .await;
         s.finish().await;
     });
 }
