@@ -6,8 +6,8 @@
 use std::collections::VecDeque;
 use std::io::BufRead;
 
-use super::Lines;
 use super::entry::{Entry, Item};
+use super::line_reader::{LineFormat, LineReader};
 use super::reference_file::{TaggedRecord, is_pmid, issued_from_parts, month_number};
 
 /// Why a MEDLINE file could not be read to its end.
@@ -48,35 +48,26 @@ pub(super) fn medline_tag(line: &str) -> Option<(&str, &str)> {
 
 /// The items of a MEDLINE file in file order: an entry per record, a rejection per record
 /// too big to read and per stretch of text outside any record. An I/O error ends it.
-pub struct MedlineReader<R> {
-    lines: Lines<R>,
+pub type MedlineReader<R> = LineReader<R, Medline>;
+
+/// The reading of MEDLINE lines into items (see [`MedlineReader`]).
+#[derive(Default)]
+pub struct Medline {
     line: usize,
     open: Option<TaggedRecord>,
     /// The first line of text found outside any record, not yet told.
     stray: Option<usize>,
     ready: VecDeque<Item>,
-    done: bool,
 }
 
 impl<R: BufRead> MedlineReader<R> {
     pub fn new(reader: R) -> Self {
-        Self {
-            lines: Lines::new(reader),
-            line: 0,
-            open: None,
-            stray: None,
-            ready: VecDeque::new(),
-            done: false,
-        }
+        Self::with(reader, Medline::default())
     }
+}
 
+impl Medline {
     fn feed(&mut self, line: &str) {
-        self.line += 1;
-        let line = if self.line == 1 {
-            line.strip_prefix('\u{feff}').unwrap_or(line)
-        } else {
-            line
-        };
         let line = line.trim_end();
         if line.is_empty() {
             self.close();
@@ -131,30 +122,19 @@ impl<R: BufRead> MedlineReader<R> {
     }
 }
 
-impl<R: BufRead> Iterator for MedlineReader<R> {
-    type Item = Result<Item, MedlineError>;
+impl LineFormat for Medline {
+    fn line(&mut self, number: usize, line: &str) {
+        self.line = number;
+        self.feed(line);
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(item) = self.ready.pop_front() {
-                return Some(Ok(item));
-            }
-            if self.done {
-                return None;
-            }
-            match self.lines.next_line() {
-                Ok(Some(line)) => self.feed(&line),
-                Ok(None) => {
-                    self.done = true;
-                    self.close();
-                    self.flush_stray();
-                }
-                Err(e) => {
-                    self.done = true;
-                    return Some(Err(e.into()));
-                }
-            }
-        }
+    fn end(&mut self) {
+        self.close();
+        self.flush_stray();
+    }
+
+    fn ready(&mut self) -> &mut VecDeque<Item> {
+        &mut self.ready
     }
 }
 

@@ -5,8 +5,8 @@
 use std::collections::VecDeque;
 use std::io::BufRead;
 
-use super::Lines;
 use super::entry::{Entry, Item};
+use super::line_reader::{LineFormat, LineReader};
 use super::reference_file::{
     TaggedRecord, arxiv_in_text, is_arxiv_id, is_pmid, issued_from_ymd, pmid_in_note, ris_tag,
 };
@@ -29,35 +29,26 @@ pub fn read_ris<R: BufRead>(reader: R, mut on_item: impl FnMut(Item)) -> Result<
 /// The items of a RIS file in file order: an entry per `TY`…`ER`, a rejection per malformed
 /// one (an `ER` without its `TY`, tags outside any entry, an entry not closed). An I/O error
 /// ends it.
-pub struct RisReader<R> {
-    lines: Lines<R>,
+pub type RisReader<R> = LineReader<R, Ris>;
+
+/// The reading of RIS lines into items (see [`RisReader`]).
+#[derive(Default)]
+pub struct Ris {
     line: usize,
     open: Option<TaggedRecord>,
     /// The first line of tags found outside any entry, not yet told.
     stray: Option<usize>,
     ready: VecDeque<Item>,
-    done: bool,
 }
 
 impl<R: BufRead> RisReader<R> {
     pub fn new(reader: R) -> Self {
-        Self {
-            lines: Lines::new(reader),
-            line: 0,
-            open: None,
-            stray: None,
-            ready: VecDeque::new(),
-            done: false,
-        }
+        Self::with(reader, Ris::default())
     }
+}
 
+impl Ris {
     fn feed(&mut self, line: &str) {
-        self.line += 1;
-        let line = if self.line == 1 {
-            line.strip_prefix('\u{feff}').unwrap_or(line)
-        } else {
-            line
-        };
         let Some((tag, value)) = ris_tag(line) else {
             // A value that goes on over lines (an abstract, EndNote's notes).
             if let Some(open) = self.open.as_mut() {
@@ -122,36 +113,25 @@ impl<R: BufRead> RisReader<R> {
     }
 }
 
-impl<R: BufRead> Iterator for RisReader<R> {
-    type Item = Result<Item, RisError>;
+impl LineFormat for Ris {
+    fn line(&mut self, number: usize, line: &str) {
+        self.line = number;
+        self.feed(line);
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(item) = self.ready.pop_front() {
-                return Some(Ok(item));
-            }
-            if self.done {
-                return None;
-            }
-            match self.lines.next_line() {
-                Ok(Some(line)) => self.feed(&line),
-                Ok(None) => {
-                    self.done = true;
-                    self.flush_stray();
-                    if let Some(open) = self.open.take() {
-                        let reason = format!(
-                            "line {}: not closed with `ER  - ` before the end of the file",
-                            open.line
-                        );
-                        self.reject(&open, reason);
-                    }
-                }
-                Err(e) => {
-                    self.done = true;
-                    return Some(Err(e.into()));
-                }
-            }
+    fn end(&mut self) {
+        self.flush_stray();
+        if let Some(open) = self.open.take() {
+            let reason = format!(
+                "line {}: not closed with `ER  - ` before the end of the file",
+                open.line
+            );
+            self.reject(&open, reason);
         }
+    }
+
+    fn ready(&mut self) -> &mut VecDeque<Item> {
+        &mut self.ready
     }
 }
 

@@ -17,8 +17,8 @@ mod tex;
 use std::collections::{HashMap, VecDeque};
 use std::io::BufRead;
 
-use super::Lines;
 use super::entry::{Entry, Item};
+use super::line_reader::{LineFormat, LineReader};
 use super::reference_file::{
     arxiv_in_text, bibtex_entry_start, entry_name, is_arxiv_id, is_pmid, issued_from_parts,
     issued_from_ymd, month_number, split_keywords, year_in,
@@ -54,15 +54,16 @@ pub fn read_bibtex<R: BufRead>(
 /// The items of a BibTeX file in file order: an entry per `@type{…}` (`@string`s expanded,
 /// `@comment` and `@preamble` passed over), a rejection per malformed one. An I/O error ends
 /// it.
-pub struct BibtexReader<R> {
-    lines: Lines<R>,
+pub type BibtexReader<R> = LineReader<R, Bibtex>;
+
+/// The reading of BibTeX lines into items (see [`BibtexReader`]).
+pub struct Bibtex {
     line: usize,
     macros: HashMap<String, String>,
     macro_bytes: usize,
     open: Option<Open>,
     stray: Option<Stray>,
     ready: VecDeque<Item>,
-    done: bool,
 }
 
 /// A block being read.
@@ -88,6 +89,12 @@ struct Stray {
 
 impl<R: BufRead> BibtexReader<R> {
     pub fn new(reader: R) -> Self {
+        Self::with(reader, Bibtex::new())
+    }
+}
+
+impl Bibtex {
+    fn new() -> Self {
         let macros = [
             "January",
             "February",
@@ -106,24 +113,16 @@ impl<R: BufRead> BibtexReader<R> {
         .map(|m| (m[..3].to_ascii_lowercase(), (*m).to_string()))
         .collect();
         Self {
-            lines: Lines::new(reader),
             line: 0,
             macros,
             macro_bytes: 0,
             open: None,
             stray: None,
             ready: VecDeque::new(),
-            done: false,
         }
     }
 
     fn feed(&mut self, line: &str) {
-        self.line += 1;
-        let line = if self.line == 1 {
-            line.strip_prefix('\u{feff}').unwrap_or(line)
-        } else {
-            line
-        };
         let starts_block = bibtex_entry_start(line.trim_start()).is_some();
         if starts_block && let Some(open) = self.open.take() {
             self.unclosed(open, Some(self.line));
@@ -312,32 +311,21 @@ impl<R: BufRead> BibtexReader<R> {
     }
 }
 
-impl<R: BufRead> Iterator for BibtexReader<R> {
-    type Item = Result<Item, BibtexError>;
+impl LineFormat for Bibtex {
+    fn line(&mut self, number: usize, line: &str) {
+        self.line = number;
+        self.feed(line);
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(item) = self.ready.pop_front() {
-                return Some(Ok(item));
-            }
-            if self.done {
-                return None;
-            }
-            match self.lines.next_line() {
-                Ok(Some(line)) => self.feed(&line),
-                Ok(None) => {
-                    self.done = true;
-                    if let Some(open) = self.open.take() {
-                        self.unclosed(open, None);
-                    }
-                    self.flush_stray();
-                }
-                Err(e) => {
-                    self.done = true;
-                    return Some(Err(e.into()));
-                }
-            }
+    fn end(&mut self) {
+        if let Some(open) = self.open.take() {
+            self.unclosed(open, None);
         }
+        self.flush_stray();
+    }
+
+    fn ready(&mut self) -> &mut VecDeque<Item> {
+        &mut self.ready
     }
 }
 
