@@ -153,6 +153,7 @@ fn queue_round(n: usize) -> f64 {
             per_host: policy.per_host,
             intervals: &NO_INTERVALS,
             max: 32,
+            clock: None,
         };
         let step = store
             .step(&mut finished, &policy, 2, Some(&request))

@@ -131,6 +131,7 @@ fn drain_on(
                         per_host: policy.per_host,
                         intervals: &NO_INTERVALS,
                         max: want,
+                        clock: None,
                     };
                     let step = store
                         .step(&mut finished, &policy, now, Some(&request))
@@ -254,6 +255,7 @@ fn wal_frames(dir: &std::path::Path, queue: &str, inflight: usize, jobs: usize, 
             per_host: policy.per_host,
             intervals: &NO_INTERVALS,
             max: inflight.min(jobs - claimed),
+            clock: None,
         };
         let step = store
             .step(&mut finished, &policy, now, Some(&request))

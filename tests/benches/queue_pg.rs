@@ -69,6 +69,7 @@ fn drain_child(url: &str, inflight: usize, now: i64) -> usize {
             per_host: policy.per_host,
             intervals: &NO_INTERVALS,
             max: inflight,
+            clock: None,
         };
         let step = store
             .step(&mut finished, &policy, now, Some(&request))

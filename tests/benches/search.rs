@@ -132,6 +132,7 @@ fn main() {
             per_host: 1_000,
             intervals: &NO_INTERVALS,
             max: STEP,
+            clock: None,
         };
         let claimed = store
             .step(&mut Vec::new(), &policy, 2, Some(&request))

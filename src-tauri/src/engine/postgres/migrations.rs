@@ -9,6 +9,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations-postgres/0001_queue.sql"),
     include_str!("../../../migrations-postgres/0002_shared_documents.sql"),
     include_str!("../../../migrations-postgres/0003_cheaper_claims.sql"),
+    include_str!("../../../migrations-postgres/0004_host_start_after_the_wait.sql"),
 ];
 
 /// The lock every migrating member takes (an arbitrary key of Gleaner's own).

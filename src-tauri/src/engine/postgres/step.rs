@@ -8,7 +8,7 @@ use super::outcomes::{
 };
 use super::rows::{Conn, JOB_COLUMNS, JOB_WIDTH, job_from_row};
 use super::{Db, transaction};
-use crate::engine::clock::Millis;
+use crate::engine::clock::{Clock, Millis};
 use crate::engine::policy::{Failure, FailureKind, Policy};
 use crate::engine::queue::{
     ClaimRequest, Claimed, Failed, Finish, Job, Liveness, Result, Settled, Stage,
@@ -69,16 +69,17 @@ async fn settle_row(
 }
 
 /// The claim request as the claim function takes it.
-struct ClaimArgs {
+struct ClaimArgs<'a> {
     owner: String,
-    lease_until: Millis,
+    lease: Millis,
     per_host: i32,
     max: i32,
     intervals: String,
+    clock: Option<&'a dyn Clock>,
 }
 
-impl ClaimArgs {
-    fn of(req: &ClaimRequest<'_>, now: Millis) -> Self {
+impl<'a> ClaimArgs<'a> {
+    fn of(req: &ClaimRequest<'a>) -> Self {
         let intervals: serde_json::Map<String, serde_json::Value> = req
             .intervals
             .iter()
@@ -86,10 +87,11 @@ impl ClaimArgs {
             .collect();
         Self {
             owner: req.owner.to_string(),
-            lease_until: now + req.lease.as_millis() as Millis,
+            lease: req.lease.as_millis() as Millis,
             per_host: i32::try_from(req.per_host).unwrap_or(i32::MAX),
             max: i32::try_from(req.max).unwrap_or(i32::MAX),
             intervals: serde_json::Value::Object(intervals).to_string(),
+            clock: req.clock,
         }
     }
 }
@@ -97,14 +99,18 @@ impl ClaimArgs {
 const CLAIM_SQL: &str = "SELECT c_id, c_url, c_host, c_attempts, c_meta, c_stage, c_target, \
          c_document, c_throttled FROM gleaner_claim($1, $2, $3, $4, $5, $6::text::jsonb)";
 
-async fn claim_in(tx: &impl Conn, args: &ClaimArgs, now: Millis) -> Result<Vec<Claimed>> {
+/// `now` is the step's; with a clock, the claim's own time is read as its statement goes out,
+/// after the step's waits for a connection and for its outcomes.
+async fn claim_in(tx: &impl Conn, args: &ClaimArgs<'_>, now: Millis) -> Result<Vec<Claimed>> {
+    let now = args.clock.map_or(now, |c| c.now_ms());
+    let lease_until = now + args.lease;
     let rows = tx
         .query_rows(
             CLAIM_SQL,
             &[
                 &args.owner,
                 &now,
-                &args.lease_until,
+                &lease_until,
                 &args.per_host,
                 &args.max,
                 &args.intervals,
@@ -147,7 +153,7 @@ pub(super) async fn step(
     now: Millis,
     claim: Option<&ClaimRequest<'_>>,
 ) -> Result<(Vec<Settled>, Vec<Claimed>)> {
-    let args = claim.filter(|r| r.max > 0).map(|r| ClaimArgs::of(r, now));
+    let args = claim.filter(|r| r.max > 0).map(ClaimArgs::of);
     let client = db.client().await?;
     let out = step_on(db, &client, finished, stored, policy, now, args.as_ref()).await;
     if out.is_err() {
@@ -175,7 +181,7 @@ async fn step_on(
     stored: &[Option<Stored>],
     policy: &Policy,
     now: Millis,
-    args: Option<&ClaimArgs>,
+    args: Option<&ClaimArgs<'_>>,
 ) -> Result<(Vec<Settled>, Vec<Claimed>)> {
     // One message, so that nothing of the transaction's start is sent after the claim.
     let begin = c.batch(if db.fast_steps {
@@ -386,4 +392,78 @@ pub(super) async fn put_back(
         }
         out
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::engine::clock::ManualClock;
+    use crate::engine::policy::{HostIntervals, Policy};
+    use crate::engine::postgres::PgStore;
+    use crate::engine::postgres::testing::fresh_database_url;
+    use crate::engine::queue::{ClaimRequest, Queue};
+    use crate::engine::sqlite::testing::job;
+
+    /// A claim that waited for another member's claim on the host's row records the host's
+    /// start after the wait, not at the time its member read before it: the next member would
+    /// otherwise start within the host's interval of this one's real start.
+    #[test]
+    fn a_claim_that_waited_for_the_hosts_row_counts_the_interval_from_after_the_wait() {
+        let url = fresh_database_url();
+        let store = PgStore::open(&url, "m").expect("open");
+        let jobs = [job("http://arxiv.example/1"), job("http://arxiv.example/2")];
+        store.enqueue(None, &jobs, 5, 0).expect("enqueue");
+        let intervals: HostIntervals = [("arxiv.example".to_string(), Duration::from_secs(3))]
+            .into_iter()
+            .collect();
+        // The member's clock stands still: only the wait on the server moves the start on.
+        let clock = ManualClock::new(1_000);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let other = rt.block_on(async {
+            let (client, connection) = url
+                .parse::<tokio_postgres::Config>()
+                .expect("address")
+                .connect(tokio_postgres::NoTls)
+                .await
+                .expect("another member");
+            tokio::spawn(connection);
+            client
+                .batch_execute("BEGIN; SELECT 1 FROM hosts WHERE host = 'arxiv.example' FOR UPDATE")
+                .await
+                .expect("the other member's lock");
+            client
+        });
+        let held = Duration::from_millis(600);
+        let claimed = std::thread::scope(|scope| {
+            let waiting = scope.spawn(|| {
+                let request = ClaimRequest {
+                    owner: "w",
+                    lease: Duration::from_secs(60),
+                    per_host: 4,
+                    intervals: &intervals,
+                    max: 10,
+                    clock: Some(clock.as_ref()),
+                };
+                store
+                    .step(&mut Vec::new(), &Policy::default(), 1_000, Some(&request))
+                    .expect("step")
+                    .claimed
+            });
+            std::thread::sleep(held);
+            rt.block_on(other.batch_execute("COMMIT")).expect("release");
+            waiting.join().expect("step thread")
+        });
+        assert_eq!(claimed.len(), 1);
+        // The claim began within a few hundred milliseconds of the lock and waited the rest.
+        let next = store
+            .next_wakeup(1_000, &intervals)
+            .expect("wakeup")
+            .expect("the second job's turn");
+        assert!(next >= 4_000 + 300, "next start at {next}");
+        assert!(next <= 4_000 + 60_000, "next start at {next}");
+    }
 }

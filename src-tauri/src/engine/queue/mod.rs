@@ -307,6 +307,7 @@ pub trait Queue: Send + Sync + std::fmt::Debug {
             per_host,
             intervals: &NO_INTERVALS,
             max: 1,
+            clock: None,
         };
         let step = self.step(&mut Vec::new(), &Policy::default(), now, Some(&request))?;
         Ok(step.claimed.into_iter().next())

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::engine::clock::Millis;
+use crate::engine::clock::{Clock, Millis};
 use crate::engine::policy::{Counters, Decision, ErrorClass, Failure, HostIntervals};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -247,7 +247,7 @@ pub enum Liveness {
 }
 
 /// What a worker asks [`Queue::step`] to claim.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ClaimRequest<'a> {
     pub owner: &'a str,
     pub lease: Duration,
@@ -256,6 +256,17 @@ pub struct ClaimRequest<'a> {
     pub intervals: &'a HostIntervals,
     /// Free slots: claim at most this many.
     pub max: usize,
+    /// Read once the claim holds the queue's lock, for the claim's own "now". A step that
+    /// waited behind another process's write would otherwise start its jobs, and record a
+    /// host's last start, at a time already past. Without it, the step's `now` serves.
+    pub clock: Option<&'a dyn Clock>,
+}
+
+impl ClaimRequest<'_> {
+    /// The claim's "now", read when it is called: see [`ClaimRequest::clock`].
+    pub fn now(&self, step_now: Millis) -> Millis {
+        self.clock.map_or(step_now, |c| c.now_ms())
+    }
 }
 
 /// The result of one [`Queue::step`]: every finished job as committed, then the new claims.

@@ -327,6 +327,7 @@ mod tests {
                 per_host: 4,
                 intervals: &intervals,
                 max: 10,
+                clock: None,
             };
             s.step(&mut Vec::new(), &Policy::default(), now, Some(&request))
                 .expect("step")
@@ -363,6 +364,53 @@ mod tests {
         assert_eq!(claim_without_intervals(&a, 5_000), 2);
     }
 
+    /// A step that waited for another process's write starts its jobs, and records the host's
+    /// last start, at the time it took the lock: the time it read before waiting is already
+    /// past, and another process could start the host's next request within its interval.
+    #[test]
+    fn a_claim_that_waited_for_the_lock_counts_the_host_interval_from_when_it_got_it() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("q.db");
+        let a = Store::open(&path).expect("store");
+        let jobs = [job("http://arxiv.example/1"), job("http://arxiv.example/2")];
+        a.enqueue(None, &jobs, 5, 0).expect("enqueue");
+        let intervals: HostIntervals = [("arxiv.example".to_string(), Duration::from_secs(3))]
+            .into_iter()
+            .collect();
+        let clock = crate::engine::clock::ManualClock::new(1_000);
+        let mut other = rusqlite::Connection::open(&path).expect("other process");
+        let holding = other
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .expect("lock");
+        let claimed = std::thread::scope(|scope| {
+            let waiting = scope.spawn(|| {
+                let request = ClaimRequest {
+                    owner: "w",
+                    lease: Duration::from_secs(60),
+                    per_host: 4,
+                    intervals: &intervals,
+                    max: 10,
+                    clock: Some(clock.as_ref()),
+                };
+                // The worker read 1 000 before its step began.
+                a.step(&mut Vec::new(), &Policy::default(), 1_000, Some(&request))
+                    .expect("step")
+                    .claimed
+            });
+            std::thread::sleep(Duration::from_millis(100));
+            clock.set(1_700);
+            holding.commit().expect("release");
+            waiting.join().expect("step thread")
+        });
+        assert_eq!(claimed.len(), 1);
+        assert_eq!(claimed[0].started_at, 1_700);
+        // The next start is due 3 s after the claim took the lock, not after the worker's read.
+        assert_eq!(
+            a.next_wakeup(1_700, &intervals).expect("wakeup"),
+            Some(4_700)
+        );
+    }
+
     fn claim_without_intervals(s: &Store, now: Millis) -> usize {
         let request = ClaimRequest {
             owner: "w",
@@ -370,6 +418,7 @@ mod tests {
             per_host: 4,
             intervals: &NO_INTERVALS,
             max: 10,
+            clock: None,
         };
         s.step(&mut Vec::new(), &Policy::default(), now, Some(&request))
             .expect("step")

@@ -153,6 +153,7 @@ mod tests {
             per_host: 2,
             intervals: &NO_INTERVALS,
             max: 1,
+            clock: None,
         };
         s.step(&mut Vec::new(), &Policy::default(), now, Some(&request))
             .expect("step")
@@ -226,6 +227,7 @@ mod tests {
                 per_host: 4,
                 intervals: &intervals,
                 max: 4,
+                clock: None,
             };
             s.step(&mut Vec::new(), &Policy::default(), now, Some(&request))
                 .expect("step")

@@ -348,6 +348,7 @@ mod tests {
             per_host: 2,
             intervals: &NO_INTERVALS,
             max: 4,
+            clock: None,
         };
         let wal = dir.path().join("queue.db-wal");
         let (mut finished, mut done, mut largest) = (Vec::new(), 0, 0);

@@ -459,7 +459,8 @@ impl Store {
                 && !queue_paused(tx)?
             {
                 let mut lane_keys = self.lane_keys.lock().map_err(|_| QueueError::Poisoned)?;
-                claimed = claim_many(tx, request, now, &mut lane_keys)?;
+                // Read with the write lock held: the step may have waited for it.
+                claimed = claim_many(tx, request, request.now(now), &mut lane_keys)?;
             }
             Ok((settled, claimed))
         })?;

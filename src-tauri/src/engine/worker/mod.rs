@@ -424,7 +424,7 @@ impl Worker {
         };
         let free = if self.stalled().is_some() { 0 } else { free };
         let request = (free > 0).then(|| (self.lease(policy), policy.per_host.max(1)));
-        let store = self.store.clone();
+        let (store, clock) = (self.store.clone(), self.clock.clone());
         let (finished, step) = tokio::task::spawn_blocking(move || {
             let claim = request.map(|(lease, per_host)| ClaimRequest {
                 owner: &owner,
@@ -432,6 +432,7 @@ impl Worker {
                 per_host,
                 intervals: &p.host_intervals,
                 max: free,
+                clock: Some(clock.as_ref()),
             });
             let step = store.step(&mut finished, &p, now, claim.as_ref());
             (finished, step)

@@ -226,6 +226,7 @@ super::on_every_backend! {
             per_host: 2,
             intervals: &NO_INTERVALS,
             max: 3,
+            clock: None,
         };
         let first = s
             .step(&mut Vec::new(), &policy, 10, Some(&request))
@@ -292,6 +293,7 @@ super::on_every_backend! {
             per_host: 2,
             intervals: &NO_INTERVALS,
             max: 2,
+            clock: None,
         };
         let first = s
             .step(&mut Vec::new(), &policy, 10, Some(&request))

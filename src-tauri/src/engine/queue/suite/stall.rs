@@ -24,6 +24,7 @@ super::on_every_backend! {
             per_host: 2,
             intervals: &NO_INTERVALS,
             max: 1,
+            clock: None,
         };
         let policy = Policy::default();
         let c = s
@@ -63,6 +64,7 @@ super::on_every_backend! {
             per_host: 2,
             intervals: &NO_INTERVALS,
             max: 1,
+            clock: None,
         };
         let mine = s
             .step(&mut Vec::new(), &policy, 1, Some(&claim("pid-1-me")))
