@@ -261,8 +261,6 @@ async function addText(text, source, files = []) {
     }
     refreshAll();
     loadFilters();
-initLibrary();
-initExport({ selectedJob: () => selectedId, resultIds });
   } catch (err) {
     addSummary.textContent = String(err);
   } finally {
@@ -860,3 +858,4 @@ reloadJobs().then(() => {
 });
 loadFilters();
 initLibrary();
+initExport({ selectedJob: () => selectedId, resultIds });

@@ -5,6 +5,7 @@
 //! Screenshots of the main states go to `target/screenshots/`.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use fantoccini::Locator;
@@ -105,6 +106,16 @@ fn pasted_text_queues_its_links_and_they_finish() {
         assert!(counts.contains("done3"), "header counts: {counts:?}");
         s.screenshot("jobs-done").await;
 
+        // The same text again: nothing new, and the export below still runs once (each add
+        // used to bind the Export dialog's buttons again).
+        s.click("add").await;
+        s.wait_text(
+            "add-summary",
+            |t| t == "0 links queued, 3 duplicates, 1 rejected.",
+            "the second add's summary",
+        )
+        .await;
+
         // Export the library from the window: one JSON object per document, with its text
         // (the dialog's first format and scope: JSON Lines, the whole library).
         s.click("export-library").await;
@@ -117,6 +128,16 @@ fn pasted_text_queues_its_links_and_they_finish() {
             .and_then(|rest| rest.split(" (JSON Lines").next())
             .unwrap_or_else(|| panic!("the status line names the file: {said:?}"));
         let exported = std::fs::read_to_string(path).expect("the export file");
+        let folder = Path::new(path).parent().expect("the exports folder");
+        // A moment for a second export, were one running, to finish.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let files = std::fs::read_dir(folder).expect("exports").count();
+        assert_eq!(
+            files,
+            1,
+            "one click on Export, one file in {}",
+            folder.display()
+        );
         let docs: Vec<serde_json::Value> = exported
             .lines()
             .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
@@ -1319,6 +1340,15 @@ fn deaths_while_the_window_was_closed_are_announced_once_when_it_opens() {
         );
         let rows = s.wait_rows(|r| r.len() == 2, "both jobs").await;
         assert!(rows.iter().any(|r| col(r, "Status") == "dead"));
+        // A window that has added nothing exports what the CLI fetched.
+        s.click("export-library").await;
+        s.click("export-go").await;
+        s.wait_text(
+            "status",
+            |t| t.starts_with("Exported 1 document to "),
+            "the export of the library the CLI fetched",
+        )
+        .await;
         s.finish().await;
 
         // Opened again: that death was announced already, so nothing new is raised.
