@@ -99,7 +99,10 @@ function renderStats(stats) {
     });
     return chip;
   });
+  // A refresh while the queue runs must not take the keyboard's place on a chip.
+  const focused = counts.contains(document.activeElement) ? document.activeElement.dataset.status : null;
   counts.replaceChildren(...chips);
+  if (focused) chips.find((c) => c.dataset.status === focused)?.focus();
   queuePaused = Boolean(stats.queue_paused);
   pauseButton.textContent = queuePaused ? 'Resume queue' : 'Pause queue';
   pauseButton.setAttribute('aria-pressed', String(queuePaused));
@@ -221,12 +224,26 @@ async function addBigFile(file, source, summary) {
   if (carry) mergeSummary(summary, await call('add_urls', { text: carry, source, files: [], batch: summary.batch }));
 }
 
-async function addText(text, source, files = []) {
+// Adds run one after another: a paste or a drop while one is running waits for it, and the
+// Add button stays disabled until the last is done.
+let addsWaiting = 0;
+let lastAdd = Promise.resolve();
+function addText(text, source, files = []) {
   if ((!text || !text.trim()) && files.length === 0) {
     addSummary.textContent = 'Nothing to add: the text holds no links.';
-    return;
+    return Promise.resolve();
   }
+  addsWaiting += 1;
   addButton.disabled = true;
+  const run = lastAdd.then(() => addNow(text, source, files)).finally(() => {
+    addsWaiting -= 1;
+    if (addsWaiting === 0) addButton.disabled = false;
+  });
+  lastAdd = run.catch(() => {});
+  return run;
+}
+
+async function addNow(text, source, files) {
   try {
     const small = [];
     for (const file of files) {
@@ -256,15 +273,14 @@ async function addText(text, source, files = []) {
     // Skipped items (a bookmarklet, a smart folder) are said, but they are not errors.
     shown.push(...result.skipped_lines.slice(0, REJECTED_SHOWN).map((r) => el('li', 'skipped', `skipped ${r.input}: ${r.reason}`)));
     rejectedList.replaceChildren(...shown);
-    if (source === 'paste' && result.rejected === 0) {
+    // Only the box's own text leaves it: a Ctrl+V elsewhere keeps the draft there.
+    if (source === 'paste' && result.rejected === 0 && urls.value === text) {
       urls.value = '';
     }
     refreshAll();
     loadFilters();
   } catch (err) {
     addSummary.textContent = String(err);
-  } finally {
-    addButton.disabled = false;
   }
 }
 
@@ -331,6 +347,8 @@ let total = 0;
 let more = false;
 let selectedId = null;
 let generation = 0;
+// How many rows the list shows: a page, more after each click on Load more.
+let wanted = PAGE;
 
 function currentQuery() {
   return {
@@ -469,6 +487,7 @@ async function fetchJobs(count) {
 }
 
 async function reloadJobs() {
+  wanted = PAGE;
   try {
     await fetchJobs(PAGE);
     document.querySelectorAll('.chip').forEach((chip) => {
@@ -481,15 +500,10 @@ async function reloadJobs() {
 
 loadMore.addEventListener('click', async () => {
   if (jobs.length === 0) return;
+  // Kept apart from `jobs`: a refresh that overtakes this read asks for as many rows.
+  wanted = Math.min(jobs.length + PAGE, PAGE_MAX);
   try {
-    const mine = ++generation;
-    const last = jobs[jobs.length - 1].id;
-    const page = await call('list_jobs', { query: { ...currentQuery(), before_id: last, limit: PAGE } });
-    if (mine !== generation) return;
-    jobs = jobs.concat(page.jobs).slice(0, PAGE_MAX);
-    total = page.total;
-    more = page.more;
-    renderJobs();
+    await fetchJobs(wanted);
   } catch (err) {
     say(`Could not list jobs: ${String(err)}`, true);
   }
@@ -538,6 +552,11 @@ $('retry-all-dead').addEventListener('click', () => runAction('retry_dead', { ho
 
 // Selection and keyboard: the selected row holds the tab stop; arrows move it.
 function select(id, focus = false) {
+  // A delete armed for one job is never carried to another.
+  if (id !== selectedId && deleteArmed) {
+    deleteArmed = false;
+    $('d-delete').textContent = 'Delete';
+  }
   selectedId = id;
   for (const tr of rows.children) {
     const on = Number(tr.dataset.id) === id;
@@ -590,7 +609,9 @@ function setText(id, text) {
   $(id).textContent = text ?? '';
 }
 
+let detailsSeq = 0;
 async function showDetails(id) {
+  const mine = ++detailsSeq;
   if (id === null) {
     details.hidden = true;
     document.body.classList.remove('has-details');
@@ -599,11 +620,15 @@ async function showDetails(id) {
   }
   try {
     const d = await call('job_details', { id });
-    if (selectedId !== id) return;
+    // An older answer must not overwrite a newer one (a job's status moves on meanwhile).
+    if (mine !== detailsSeq || selectedId !== id) return;
     shown = d;
     renderDetails(d);
   } catch (err) {
+    if (mine !== detailsSeq || selectedId !== id) return;
     say(String(err), true);
+    // Deleted by the CLI or another machine: its pane and its buttons go.
+    if (String(err).endsWith('no longer exists.')) select(null);
   }
 }
 
@@ -619,7 +644,6 @@ function renderDetails(d) {
   const job = d.job;
   details.hidden = false;
   document.body.classList.add('has-details');
-  if (deleteArmed && shown?.job.id !== job.id) deleteArmed = false;
   setText('details-heading', `Job ${job.id}`);
   setText('d-title', job.title || '(no title yet)');
   setText('d-status', job.status);
@@ -694,9 +718,10 @@ function renderHostPause(host) {
   button.dataset.paused = String(paused);
   button.textContent = paused ? `Resume ${host}` : `Pause ${host}`;
 }
-// Escape closes the details pane (the settings dialog handles its own Escape).
+// Escape closes the details pane (an open dialog handles its own Escape).
 document.addEventListener('keydown', (event) => {
-  if (event.key === 'Escape' && !dialog.open && selectedId !== null && !libraryShown()) closeDetails();
+  const dialogOpen = document.querySelector('dialog[open]') !== null;
+  if (event.key === 'Escape' && !dialogOpen && selectedId !== null && !libraryShown()) closeDetails();
 });
 
 async function runAction(command, args, verb) {
@@ -839,7 +864,7 @@ $('settings-save').addEventListener('click', async () => {
 async function refreshAll() {
   refreshStats();
   try {
-    await fetchJobs(jobs.length);
+    await fetchJobs(wanted);
   } catch (err) {
     say(`Could not list jobs: ${String(err)}`, true);
   }

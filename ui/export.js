@@ -43,6 +43,8 @@ export function initExport({ selectedJob, resultIds }) {
       say(`Exported ${plural(r.documents, 'document')} to ${r.path} (${FORMAT_WORDS[format] ?? format}).`);
     } catch (err) {
       $('export-error').textContent = String(err);
+      // The dialog may have been closed meanwhile: the status line must not stay "Exporting…".
+      say(String(err), true);
     } finally {
       button.disabled = false;
     }

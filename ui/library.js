@@ -122,9 +122,13 @@ function renderResults(query) {
     li.append(button);
     return li;
   });
+  // A refresh while the queue runs must not take the keyboard's place in the list.
+  const focused = results.contains(document.activeElement) ? document.activeElement.dataset.id : null;
   results.replaceChildren(...items);
-  const current = results.querySelector('button[aria-current="true"]') ?? results.querySelector('button');
+  const again = focused ? resultButtons().find((b) => b.dataset.id === focused) : null;
+  const current = again ?? results.querySelector('button[aria-current="true"]') ?? results.querySelector('button');
   if (current) current.tabIndex = 0;
+  if (again) again.focus();
 }
 
 function resultButtons() {
@@ -260,7 +264,8 @@ async function saveTags(tags) {
     reading.tags = stored;
     renderTags(stored);
     say(stored.length ? `Tags of job ${id}: ${stored.join(', ')}.` : `Job ${id} has no tags now.`);
-    loadFilters();
+    // The filters first: a tag filter whose tag is gone falls back to All before the search.
+    await loadFilters();
     runSearch();
   } catch (err) {
     say(String(err), true);
@@ -281,10 +286,16 @@ reader.tagInput.addEventListener('keydown', (event) => {
   }
 });
 
+// Each opening's number: a document that answers after a later click, or after Escape, is
+// not shown.
+let readSeq = 0;
+
 async function openReader(id) {
   const started = performance.now();
+  const mine = ++readSeq;
   try {
     const r = await call('read_document_of', { id });
+    if (mine !== readSeq) return false;
     reader.doc.dataset.answeredMs = String(Math.round(performance.now() - started));
     renderReading(r);
     // For the benchmark (tests/benches/reader.rs): from the click to the text in the page,
@@ -296,8 +307,10 @@ async function openReader(id) {
     appendRest(r).then(() => {
       if (reading === r) reader.doc.dataset.completeMs = String(Math.round(performance.now() - started));
     });
+    return true;
   } catch (err) {
-    say(String(err), true);
+    if (mine === readSeq) say(String(err), true);
+    return false;
   }
 }
 
@@ -324,10 +337,14 @@ async function appendRest(r) {
 /// The job details pane's Read button: the Library view, with this job's document open.
 export function readJob(id) {
   showView('library', false);
-  openReader(id).then(() => $('reader-close').focus());
+  openReader(id).then((opened) => {
+    if (opened) $('reader-close').focus();
+    else search.focus();
+  });
 }
 
 function closeReader() {
+  readSeq += 1;
   const id = reading?.job_id;
   reading = null;
   reader.doc.hidden = true;

@@ -116,6 +116,19 @@ fn pasted_text_queues_its_links_and_they_finish() {
         )
         .await;
 
+        // Escape in the Export dialog closes the dialog, not the job's details behind it.
+        select_row(&s, &rows[0]["id"]).await;
+        s.click("export-library").await;
+        press(&s, "\u{E00C}").await;
+        let hidden = s
+            .js("return [document.getElementById('export').open, document.getElementById('details').hidden];", vec![])
+            .await;
+        assert_eq!(
+            hidden,
+            json!([false, false]),
+            "[dialog open, details hidden]"
+        );
+
         // Export the library from the window: one JSON object per document, with its text
         // (the dialog's first format and scope: JSON Lines, the whole library).
         s.click("export-library").await;
@@ -994,6 +1007,26 @@ fn filters_and_search_narrow_the_job_table() {
             .expect("click");
         s.wait_rows(|r| all_status(r, 1, "dead"), "the dead chip filters")
             .await;
+        // New counts (a job the CLI adds) keep the keyboard on the chip it was on.
+        s.js(
+            "document.querySelector('#counts .chip-dead').focus();",
+            vec![],
+        )
+        .await;
+        s.cli(&["add", &a.url("/page?title=Later")]);
+        s.wait_text(
+            "counts",
+            |t| squeezed(t).contains("done4"),
+            "the CLI's job in the counts",
+        )
+        .await;
+        let focused = s
+            .js(
+                "return document.activeElement?.dataset?.status ?? null;",
+                vec![],
+            )
+            .await;
+        assert_eq!(focused, json!("dead"), "the focused chip");
         s.finish().await;
     });
 }
@@ -1174,6 +1207,14 @@ fn pausing_the_queue_holds_new_jobs_until_resumed() {
         .await;
         s.click("d-delete").await;
         assert_eq!(s.text("d-delete").await, "Confirm delete");
+        // Armed for one job, the confirmation does not follow the selection to another.
+        let done_id = rows[1]["id"].clone();
+        select_row(&s, &done_id).await;
+        assert_eq!(s.text("d-delete").await, "Delete");
+        select_row(&s, &id).await;
+        assert_eq!(s.text("d-delete").await, "Delete");
+        s.click("d-delete").await;
+        assert_eq!(s.text("d-delete").await, "Confirm delete");
         s.click("d-delete").await;
         s.wait_rows(|r| all_status(r, 1, "done"), "the cancelled job to be gone")
             .await;
@@ -1296,6 +1337,9 @@ fn ctrl_v_outside_a_text_box_adds_what_the_clipboard_holds() {
             Some(""),
             "the text was cut to the clipboard"
         );
+        // A draft in the box, not added yet, stays there through a paste elsewhere.
+        let draft = "https://example.org/not-added-yet";
+        s.type_into("urls", draft).await;
         // Focus something that is not a text box, then paste.
         s.click("jobs-heading").await;
         press(&s, &format!("{CTRL}v{RELEASE}")).await;
@@ -1305,6 +1349,8 @@ fn ctrl_v_outside_a_text_box_adds_what_the_clipboard_holds() {
             "the pasted link to be queued",
         )
         .await;
+        let value = s.by_id("urls").await.prop("value").await.ok().flatten();
+        assert_eq!(value.as_deref(), Some(draft), "the draft in the box");
         let rows = s
             .wait_rows(
                 |r| all_status(r, 1, "done"),
