@@ -258,6 +258,8 @@ async function addNow(text, source, files) {
     addSummary.textContent = `${plural(result.queued, 'link')} queued, `
       + `${plural(result.duplicates, 'duplicate')}, ${result.rejected.toLocaleString()} rejected`
       + (result.skipped > 0 ? `, ${result.skipped.toLocaleString()} skipped.` : '.');
+    // A paste or drop on the Library view: the summary under the box is out of sight there.
+    if (libraryShown()) say(addSummary.textContent);
     // Links already fetched can be fetched again; a changed page is kept as a new version.
     refetchIds = result.refetch;
     refetchButton.hidden = refetchIds.length === 0;
@@ -281,6 +283,7 @@ async function addNow(text, source, files) {
     loadFilters();
   } catch (err) {
     addSummary.textContent = String(err);
+    if (libraryShown()) say(addSummary.textContent, true);
   }
 }
 

@@ -1351,13 +1351,30 @@ fn ctrl_v_outside_a_text_box_adds_what_the_clipboard_holds() {
         .await;
         let value = s.by_id("urls").await.prop("value").await.ok().flatten();
         assert_eq!(value.as_deref(), Some(draft), "the draft in the box");
+
+        // On the Library view the box is out of sight: the status line says what was added.
+        s.by_id("urls").await.clear().await.expect("clear");
+        s.type_into("urls", &server.url("/page?title=Second")).await;
+        press(&s, &format!("{CTRL}a{RELEASE}")).await;
+        press(&s, &format!("{CTRL}x{RELEASE}")).await;
+        s.click("tab-library").await;
+        press(&s, &format!("{CTRL}v{RELEASE}")).await;
+        s.wait_text(
+            "status",
+            |t| t == "1 link queued, 0 duplicates, 0 rejected.",
+            "the status line to say what the paste added",
+        )
+        .await;
+        s.click("tab-jobs").await;
         let rows = s
             .wait_rows(
-                |r| all_status(r, 1, "done"),
-                "the pasted link to be fetched",
+                |r| all_status(r, 2, "done"),
+                "the pasted links to be fetched",
             )
             .await;
-        assert_eq!(col(&rows[0], "Title"), "From the clipboard");
+        let mut titles: Vec<&str> = rows.iter().map(|r| col(r, "Title")).collect();
+        titles.sort_unstable();
+        assert_eq!(titles, ["From the clipboard", "Second"]);
         s.finish().await;
     });
 }
