@@ -237,6 +237,12 @@ fn run_logs_each_attempt_from_the_committed_state() {
         );
     }
     assert!(log.contains(&format!("GET {fine} done: 200 OK")), "{log}");
+    // The details say the class once: the stored reason ends with it already.
+    let shown = stdout(&sb.run(&["jobs", "show", "2"]));
+    assert!(
+        shown.contains("error      404 Not Found (fatal)\n"),
+        "{shown}"
+    );
     // The summary counts what the run did; nothing is left waiting after --until-idle.
     assert!(
         log.contains("run finished: 1 done, 2 dead, 2 retries scheduled, 0 interrupted"),
@@ -381,6 +387,21 @@ fn data_dir_flag_and_environment_choose_the_database() {
 #[test]
 fn bad_flags_are_explained() {
     let sb = Sandbox::new();
+    // Contradicting flags on a new data folder: refused, and no queue is made for them.
+    let out = sb.run(&["--base-delay", "20s", "--max-delay", "10s", "stats"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        !sb.path().join("gleaner.db").exists(),
+        "a queue was made for a refused command"
+    );
+    // `--host` narrows `--dead`; with job numbers it would be dropped unsaid.
+    let out = sb.run(&["jobs", "retry", "--host", "example.com", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("'--host <HOST>' cannot be used with"),
+        "{}",
+        stderr(&out)
+    );
     let out = sb.run(&["--timeout", "soon", "stats"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("200ms, 30s, 5m"), "{}", stderr(&out));

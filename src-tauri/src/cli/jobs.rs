@@ -35,12 +35,12 @@ pub(super) fn jobs(
                 println!("{}", serde_json::to_string_pretty(&list)?);
             } else {
                 println!(
-                    "{:>6}  {:<9}  {:>8}  {:>7}  {:<12}  URL",
+                    "{:>6}  {:<9}  {:>8}  {:>7}  {:<14}  URL",
                     "ID", "STATUS", "ATTEMPTS", "RETRIES", "NEXT"
                 );
                 for j in &list {
                     println!(
-                        "{:>6}  {:<9}  {:>8}  {:>7}  {:<12}  {}{}",
+                        "{:>6}  {:<9}  {:>8}  {:>7}  {:<14}  {}{}",
                         j.id,
                         j.status.as_str(),
                         j.attempts,
@@ -75,11 +75,13 @@ pub(super) fn jobs(
                 println!("next try   {}", next_column(&job, now));
             }
             if let Some(e) = &job.error {
-                println!(
-                    "error      {} ({})",
-                    printable(e),
-                    job.error_class.map(|c| c.as_str()).unwrap_or("-")
-                );
+                // A failure's stored reason ends with its class already: "404 Not Found (fatal)".
+                match job.error_class.map(|c| c.as_str()) {
+                    Some(class) if !e.ends_with(&format!("({class})")) => {
+                        println!("error      {} ({class})", printable(e))
+                    }
+                    _ => println!("error      {}", printable(e)),
+                }
             }
             if let Some(u) = &job.final_url {
                 println!("final url  {}", printable(u));

@@ -31,11 +31,10 @@ pub fn search(
     }
     for (n, hit) in hits.iter().enumerate() {
         println!(
-            "{:>3}. {}  (job {}, score {:.2})",
+            "{:>3}. {}  (job {})",
             n + 1,
             printable(hit.title.as_deref().unwrap_or("(no title)")),
-            hit.job_id,
-            hit.score
+            hit.job_id
         );
         println!("     {}", printable(&hit.url));
         if !hit.tags.is_empty() {

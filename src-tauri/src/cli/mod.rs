@@ -160,11 +160,13 @@ pub enum Command {
     /// parses, and anything else is searched as plain words. `tag:NAME` filters by a tag. A
     /// query matching more than 10,000 documents is ranked among its 10,000 newest matches.
     Search {
+        /// The words to find; several words are one query.
         #[arg(required = true, value_name = "QUERY")]
         query: Vec<String>,
         /// At most this many hits.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000), value_name = "N")]
         limit: u32,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -178,6 +180,7 @@ pub enum Command {
         /// Tags to take from the job (matched without regard to case).
         #[arg(long, requires = "id", num_args = 1.., value_name = "TAG")]
         remove: Vec<String>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -199,6 +202,7 @@ pub enum Command {
     },
     /// Counts by status, and paused hosts.
     Stats {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -232,16 +236,19 @@ pub enum LibraryCommand {
 pub enum HostsCommand {
     /// Paused and throttled hosts (the default).
     List {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// No job for HOST starts until it is resumed. HOST may also be a link on the host.
     Pause {
+        /// A host name, or a link on the host.
         #[arg(value_parser = parse_host)]
         host: String,
     },
     /// Lift a manual pause, or a rate-limit pause still running, from HOST.
     Resume {
+        /// A host name, or a link on the host.
         #[arg(value_parser = parse_host)]
         host: String,
     },
@@ -263,28 +270,34 @@ pub enum JobsCommand {
         /// At most this many rows.
         #[arg(long)]
         limit: Option<u32>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// One job with its attempt history.
     Show {
+        /// The job's number (see `jobs list`).
         id: i64,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
-    /// Dead jobs back to pending with a fresh budget; pending jobs made due now.
+    /// Dead and cancelled jobs back to pending with a fresh budget; pending jobs made due now;
+    /// done jobs fetched again (a changed page is kept as a new version).
+    #[command(group(clap::ArgGroup::new("which").required(true).args(["ids", "dead"])))]
     Retry {
-        #[arg(required_unless_present = "dead", conflicts_with = "dead")]
+        /// The jobs' numbers (see `jobs list`).
         ids: Vec<i64>,
         /// Every dead job.
         #[arg(long)]
         dead: bool,
         /// With --dead: only this host's.
-        #[arg(long, requires = "dead", value_parser = parse_host)]
+        #[arg(long, requires = "dead", conflicts_with = "ids", value_parser = parse_host)]
         host: Option<String>,
     },
     /// Cancel pending or running jobs.
     Cancel {
+        /// The jobs' numbers (see `jobs list`).
         #[arg(required = true)]
         ids: Vec<i64>,
     },
@@ -538,13 +551,22 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         crate::desktop::run(data_dir, cli.database.clone())?;
         return Ok(ExitCode::SUCCESS);
     };
-    let store = open_queue(&data_dir, cli.database.as_deref())?;
-    let policy = cli.policy.apply(store.load_policy()?);
-    if let Err(e) = policy.check() {
+    let refuse = |e: policy::PolicyError| -> ! {
         use clap::CommandFactory as _;
         Cli::command()
             .error(clap::error::ErrorKind::ArgumentConflict, e)
-            .exit();
+            .exit()
+    };
+    // Flags that contradict each other are refused before a data folder is made or migrated.
+    if let (Some(base), Some(cap)) = (cli.policy.base_delay, cli.policy.max_delay)
+        && cap < base
+    {
+        refuse(policy::PolicyError::CapBelowBase { base, cap });
+    }
+    let store = open_queue(&data_dir, cli.database.as_deref())?;
+    let policy = cli.policy.apply(store.load_policy()?);
+    if let Err(e) = policy.check() {
+        refuse(e);
     }
     // Times written now must be on the same footing as the waits already queued.
     let writes = matches!(

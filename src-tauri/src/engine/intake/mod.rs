@@ -299,15 +299,22 @@ pub fn scan_args<S: AsRef<str>>(args: &[S]) -> Vec<Found> {
     let mut out = Vec::new();
     for arg in args {
         let arg = arg.as_ref();
-        let found = scan_text(arg);
+        let mut found = scan_text(arg);
         if found.is_empty() {
             out.push(Found::Rejected {
                 input: shown(arg.trim()),
                 reason: no_address_reason(arg.trim()),
             });
-        } else {
-            out.extend(found);
+            continue;
         }
+        // One word that is one bad link is echoed as given, not as the part the scanner took
+        // (`http://[::1` was "rejected http://").
+        if let [Found::Rejected { input, .. }] = found.as_mut_slice()
+            && !arg.trim().contains(char::is_whitespace)
+        {
+            *input = shown(arg.trim());
+        }
+        out.extend(found);
     }
     out
 }
@@ -999,6 +1006,19 @@ mod tests {
                 "no web address found".to_string()
             )]
         );
+    }
+
+    /// An argument that is one malformed link is named as typed, not as the part of it that
+    /// looked like a link.
+    #[test]
+    fn a_malformed_link_argument_is_echoed_whole() {
+        let found = scan_args(&["http://[::1", "see http://[::1 too"]);
+        let r = rejected(&found);
+        assert_eq!(r.len(), 2, "{r:?}");
+        assert_eq!(r[0].0, "http://[::1");
+        assert!(r[0].1.contains("malformed"), "{r:?}");
+        // In prose, the part that looked like a link is the one named.
+        assert_eq!(r[1].0, "http://");
     }
 
     #[test]
