@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::engine::postgres::{describe_url, is_postgres_url};
+use crate::engine::postgres::{MASK, describe_url, is_postgres_url, replace_secrets};
 
 fn file(data_dir: &Path) -> PathBuf {
     data_dir.join("database-url")
@@ -12,9 +12,25 @@ fn file(data_dir: &Path) -> PathBuf {
 
 /// The address saved in the data folder, if any.
 pub fn saved(data_dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(file(data_dir)).ok()?;
+    read(data_dir).ok().flatten()
+}
+
+/// The saved address, or why it could not be read (a file this user may not read, or not
+/// text): a window that quietly used its own queue then would keep links from the lab's.
+pub fn read(data_dir: &Path) -> Result<Option<String>, String> {
+    let path = file(data_dir);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(format!(
+                "the saved database address in {} cannot be read ({e})",
+                path.display()
+            ));
+        }
+    };
     let url = text.trim();
-    (!url.is_empty()).then(|| url.to_string())
+    Ok((!url.is_empty()).then(|| url.to_string()))
 }
 
 /// The saved address as the window shows it: its password masked.
@@ -31,6 +47,8 @@ pub fn save(data_dir: &Path, url: &str) -> Result<bool, String> {
     if url == shown(data_dir) {
         return Ok(false);
     }
+    let unmasked = saved(data_dir).map(|old| unmask(url, &old));
+    let url = unmasked.as_deref().unwrap_or(url);
     if !url.is_empty() && (!is_postgres_url(url) || url.parse::<tokio_postgres::Config>().is_err())
     {
         return Err(
@@ -57,6 +75,24 @@ pub fn save(data_dir: &Path, url: &str) -> Result<bool, String> {
         )
     })?;
     Ok(true)
+}
+
+/// `url` as edited from the masked form of `old`: a password still masked is `old`'s. Editing
+/// the host of `postgres://ann:***@db.lab/gleaner` must not make `***` the password.
+fn unmask(url: &str, old: &str) -> String {
+    let (Ok(mut new), Ok(old)) = (url::Url::parse(url), url::Url::parse(old)) else {
+        return url.to_string();
+    };
+    if new.password() == Some(MASK) {
+        let _ = new.set_password(old.password());
+    }
+    replace_secrets(&mut new, |key, value| {
+        match old.query_pairs().find(|(k, _)| k == key) {
+            Some((_, kept)) if value == MASK => kept.into_owned(),
+            _ => value.to_string(),
+        }
+    });
+    new.to_string()
 }
 
 fn write_private(path: &Path, url: &str) -> std::io::Result<()> {
@@ -91,8 +127,40 @@ mod tests {
             saved(dir.path()).as_deref(),
             Some("postgres://ann:s3cret@db.lab/gleaner")
         );
+        // The host edited in the masked form: the password stays the saved one.
+        assert!(save(dir.path(), &masked.replace("db.lab", "db2.lab")).expect("save"));
+        assert_eq!(
+            saved(dir.path()).as_deref(),
+            Some("postgres://ann:s3cret@db2.lab/gleaner")
+        );
+        // The same for a password given as a query parameter; a new one replaces it.
+        let query = "postgres://db.lab/gleaner?user=ann&password=s3cret";
+        assert!(save(dir.path(), query).expect("save"));
+        let masked = shown(dir.path());
+        assert_eq!(masked, "postgres://db.lab/gleaner?user=ann&password=***");
+        assert!(save(dir.path(), &masked.replace("user=ann", "user=bob")).expect("save"));
+        assert_eq!(
+            saved(dir.path()).as_deref(),
+            Some("postgres://db.lab/gleaner?user=bob&password=s3cret")
+        );
+        assert!(save(dir.path(), &masked.replace("***", "n3w")).expect("save"));
+        assert_eq!(
+            saved(dir.path()).as_deref(),
+            Some("postgres://db.lab/gleaner?user=ann&password=n3w")
+        );
         assert!(save(dir.path(), "mysql://x@y/z").is_err());
         assert!(save(dir.path(), "").expect("cleared"));
+        assert_eq!(saved(dir.path()), None);
+    }
+
+    /// An address file that is there but cannot be read is an error to show, not "none".
+    #[test]
+    fn an_unreadable_address_is_said_not_taken_for_none() {
+        let dir = tempfile::tempdir().expect("dir");
+        assert_eq!(read(dir.path()), Ok(None));
+        std::fs::write(file(dir.path()), b"postgres://db.lab/g\xff\xfe\n").expect("write");
+        let e = read(dir.path()).expect_err("not text");
+        assert!(e.contains("cannot be read"), "{e}");
         assert_eq!(saved(dir.path()), None);
     }
 }

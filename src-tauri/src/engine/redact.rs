@@ -11,6 +11,15 @@ pub fn url(url: &str) -> Cow<'_, str> {
 /// Any text (an error message from the HTTP stack, a redirect target) with the credentials
 /// of every URL in it removed: `scheme://user:pass@host` becomes `scheme://host`.
 pub fn text(text: &str) -> Cow<'_, str> {
+    let without_users = users(text);
+    match query_passwords(&without_users) {
+        Cow::Borrowed(_) => without_users,
+        Cow::Owned(s) => Cow::Owned(s),
+    }
+}
+
+/// `scheme://user:pass@host` becomes `scheme://host`.
+fn users(text: &str) -> Cow<'_, str> {
     if !text.contains("://") || !text.contains('@') {
         return Cow::Borrowed(text);
     }
@@ -36,6 +45,36 @@ pub fn text(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A query parameter whose name holds "password" (`?password=…`, `&sslpassword=…`, which a
+/// PostgreSQL address may carry) keeps its name and loses its value.
+fn query_passwords(text: &str) -> Cow<'_, str> {
+    let lower = text.to_ascii_lowercase();
+    if !lower.contains("password=") {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut from = 0;
+    let mut search = 0;
+    while let Some(found) = lower[search..].find("password=") {
+        let at = search + found;
+        let value = at + "password=".len();
+        // Only a parameter: its name begins after `?` or `&` (`sslpassword` too).
+        let name_start = lower[..at].rfind(['?', '&', ' ']).map_or(0, |i| i + 1);
+        let in_query = name_start > 0 && matches!(text.as_bytes()[name_start - 1], b'?' | b'&');
+        let end = text[value..]
+            .find(|c: char| matches!(c, '&' | '#' | ')' | '>' | '"' | '\'') || c.is_whitespace())
+            .map_or(text.len(), |i| value + i);
+        if in_query {
+            out.push_str(&text[from..value]);
+            out.push_str("***");
+            from = end;
+        }
+        search = end.max(value);
+    }
+    out.push_str(&text[from..]);
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,5 +96,19 @@ mod tests {
             "mail me at a@b.example, see https://x.example/@user"
         );
         assert!(matches!(text("no urls here"), Cow::Borrowed(_)));
+        assert_eq!(
+            text(
+                "cannot reach postgres://db.lab/g?user=ann&password=s3cret&sslmode=require: refused"
+            ),
+            "cannot reach postgres://db.lab/g?user=ann&password=***&sslmode=require: refused"
+        );
+        assert_eq!(
+            text("postgres://u:p@db/g?sslpassword=k3y"),
+            "postgres://db/g?sslpassword=***"
+        );
+        assert_eq!(
+            text("the password=field of a form"),
+            "the password=field of a form"
+        );
     }
 }

@@ -55,20 +55,50 @@ pub(super) fn tune(config: &mut tokio_postgres::Config) {
     }
 }
 
-/// The address with its password replaced, for messages and logs.
+/// What stands for a password in a described address.
+pub const MASK: &str = "***";
+
+/// A query parameter that holds a secret (`password`, `sslpassword`).
+fn is_secret(key: &str) -> bool {
+    key.to_ascii_lowercase().contains("password")
+}
+
+/// The address with its passwords replaced, for messages and logs: the one before the host
+/// and any in the query (`?password=…`, which the driver reads too).
 pub fn describe_url(url: &str) -> String {
     match url::Url::parse(url) {
         // Not an address with a host ("user:secret@host" parses as a scheme and a path).
         Ok(u) if !u.has_host() && url.contains('@') => "the database address".into(),
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("***"));
+        Ok(mut u) => {
+            if u.password().is_some() {
+                let _ = u.set_password(Some(MASK));
+            }
+            replace_secrets(&mut u, |_, _| MASK.to_string());
             u.to_string()
         }
-        Ok(u) => u.to_string(),
         // Not a URL at all: say so without echoing what may be a secret.
-        Err(_) if url.contains('@') => "the database address".into(),
+        Err(_) if url.contains('@') || is_secret(url) => "the database address".into(),
         Err(_) => format!("\"{url}\""),
     }
+}
+
+/// Give every secret query parameter of `u` the value `with(key, value)`.
+pub fn replace_secrets(u: &mut url::Url, with: impl Fn(&str, &str) -> String) {
+    if !u.query_pairs().any(|(k, _)| is_secret(&k)) {
+        return;
+    }
+    let pairs: Vec<(String, String)> = u
+        .query_pairs()
+        .map(|(k, v)| {
+            let v = if is_secret(&k) {
+                with(&k, &v)
+            } else {
+                v.into_owned()
+            };
+            (k.into_owned(), v)
+        })
+        .collect();
+    u.query_pairs_mut().clear().extend_pairs(pairs);
 }
 
 /// A pooled connection that could not be had, in a sentence.
@@ -166,6 +196,20 @@ mod tests {
             "{d}"
         );
         assert!(!describe_url("ann:s3cret@db.lab").contains("s3cret"));
+        // The driver also takes the password as a query parameter.
+        for url in [
+            "postgres://ann@db.lab/gleaner?password=s3cret",
+            "postgres://db.lab/gleaner?user=ann&password=s3cret&sslmode=require",
+            "postgres://db.lab/gleaner?sslpassword=s3cret",
+            "host=db.lab password=s3cret",
+        ] {
+            let d = describe_url(url);
+            assert!(!d.contains("s3cret"), "{d}");
+        }
+        assert_eq!(
+            describe_url("postgres://db.lab/gleaner?user=ann&password=s3cret&sslmode=require"),
+            "postgres://db.lab/gleaner?user=ann&password=***&sslmode=require"
+        );
     }
 
     #[test]

@@ -31,7 +31,7 @@ mod step;
 pub mod testing;
 mod tls;
 
-pub use connect::{describe_url, is_postgres_url};
+pub use connect::{MASK, describe_url, is_postgres_url, replace_secrets};
 pub use documents::{PDF_MAX_DEFAULT, PDF_MAX_SETTING};
 
 /// Connections a process keeps: the worker's steps, the window's reads and a heartbeat.
