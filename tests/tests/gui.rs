@@ -1142,6 +1142,48 @@ fn settings_are_saved_applied_and_can_silence_notifications() {
         );
         tokio::time::sleep(Duration::from_millis(1500)).await;
         assert!(s.notifications().is_empty(), "{:?}", s.notifications());
+
+        // Settings saved elsewhere (another member of a shared queue; here a write to the same
+        // database) show in the dialog, and this window's worker takes them up.
+        s.sql()
+            .execute(
+                "UPDATE settings SET value = json_set(value, '$.max_retries', 3) WHERE key = 'policy'",
+                [],
+            )
+            .expect("a save by another member");
+        s.click("open-settings").await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let shown = s
+                .by_id("s-retries")
+                .await
+                .prop("value")
+                .await
+                .ok()
+                .flatten();
+            if shown.as_deref() == Some("3") {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the dialog shows {shown:?} retries"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        s.click("settings-cancel").await;
+        // The worker reads the stored settings every second.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        s.type_into("urls", &server.url("/status/410")).await;
+        s.click("add").await;
+        s.wait_rows(|r| all_status(r, 3, "dead"), "the third job to die")
+            .await;
+        let tooltip = s
+            .js(
+                "return document.querySelector('#job-rows td.col-attempts').title;",
+                vec![],
+            )
+            .await;
+        assert_eq!(tooltip, "1 attempt; 0 of 3 retries used");
         s.finish().await;
     });
 }
@@ -1491,6 +1533,40 @@ fn the_tray_shows_counts_pauses_the_queue_and_quits_remembering_the_window() {
         s.tray_click("Resume queue");
         s.wait_text("queue-state", |t| t.is_empty(), "the pause to end")
             .await;
+
+        // A terminal's changes show up on their own, even with the worker idle and paused:
+        // the window's pause line, the tray's label and counts, and the job the CLI added.
+        s.cli(&["pause"]);
+        s.wait_text(
+            "queue-state",
+            |t| t.starts_with("Queue paused"),
+            "the window to show the CLI's pause",
+        )
+        .await;
+        s.cli(&["add", &server.url("/page?title=Later")]);
+        s.wait_rows(
+            |r| r.len() == 3 && col(&r[0], "Status") == "pending",
+            "the CLI's job, held",
+        )
+        .await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let menu = s.tray_menu();
+            let labels: Vec<&str> = menu.iter().map(|e| e.label.as_str()).collect();
+            if labels.first() == Some(&"1 pending · 0 running · 1 done · 1 dead (paused)")
+                && labels.contains(&"Resume queue")
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "tray menu: {menu:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        s.cli(&["resume"]);
+        s.wait_rows(
+            |r| r.len() == 3 && all_status(&r[..1], 1, "done"),
+            "the CLI's job, done",
+        )
+        .await;
 
         // Closing the window, as with its close button, hides it: the queue keeps working,
         // and the tray's Show brings the window back.

@@ -762,9 +762,6 @@ fn report_added(
     Ok(rejected)
 }
 
-/// How often a running worker looks for settings saved by the window (or another process).
-const POLICY_RECHECK: Duration = Duration::from_secs(1);
-
 fn run_worker(
     store: Arc<dyn Queue>,
     data_dir: &std::path::Path,
@@ -784,30 +781,11 @@ fn run_worker(
         let library = Library::new(data_dir.join("library"));
         let worker = Worker::new(store.clone(), Arc::new(SystemClock), library, policy)?;
         // Settings saved in the window apply to this running worker too; flags still win.
-        let follower = {
-            let worker = worker.clone();
-            tokio::spawn(async move {
-                let mut applied = stored;
-                let mut tick = tokio::time::interval(POLICY_RECHECK);
-                loop {
-                    tick.tick().await;
-                    let s = store.clone();
-                    let latest = match tokio::task::spawn_blocking(move || s.load_policy()).await {
-                        Ok(Ok(p)) => p,
-                        Ok(Err(e)) => {
-                            tracing::warn!(error = %e, "cannot read the stored settings");
-                            continue;
-                        }
-                        Err(_) => continue,
-                    };
-                    if latest != applied {
-                        tracing::info!("the stored settings changed; applying them now (command-line flags still win)");
-                        worker.set_policy(flags.apply(latest.clone()));
-                        applied = latest;
-                    }
-                }
-            })
-        };
+        let follower = tokio::spawn(
+            worker
+                .clone()
+                .follow_stored_policy(stored, move |p| flags.apply(p)),
+        );
         let _watcher = worker
             .watch_queue()
             .map_err(|e| tracing::warn!(error = %e, "cannot watch the database; other processes' changes are picked up every 30 s"))

@@ -702,9 +702,14 @@ pub async fn get_settings(state: State<'_, DesktopState>) -> Result<Settings, St
         state.data_dir.clone(),
     );
     off_main(move || {
+        // The stored settings: on a shared queue another member may have changed them.
+        let policy = match store.load_policy() {
+            Ok(p) if p.check().is_ok() => p,
+            _ => Policy::clone(&worker.policy()),
+        };
         Ok(Settings {
             database: super::database::shown(&data_dir),
-            ..Settings::from_policy(&worker.policy(), super::notifications_enabled(&*store))
+            ..Settings::from_policy(&policy, super::notifications_enabled(&*store))
         })
     })
     .await
@@ -722,11 +727,15 @@ pub async fn save_settings(
         state.data_dir.clone(),
     );
     off_main(move || {
-        let policy = settings.apply(Policy::clone(&worker.policy()))?;
-        if super::database::save(&data_dir, &settings.database)? {
-            tracing::info!("the shared database changes at the next start");
-        }
         let fail = store_error("Could not save the settings");
+        // On the stored settings, not this window's copy: what the window does not edit (or
+        // another member changed meanwhile) is kept.
+        let stored = match store.load_policy() {
+            Ok(p) if p.check().is_ok() => p,
+            Ok(_) => Policy::clone(&worker.policy()),
+            Err(e) => return Err(fail(e)),
+        };
+        let policy = settings.apply(stored)?;
         store.save_policy(&policy).map_err(&fail)?;
         let notifications = if settings.notifications {
             "true"
@@ -736,6 +745,10 @@ pub async fn save_settings(
         store
             .set_setting(super::NOTIFICATIONS_KEY, notifications)
             .map_err(&fail)?;
+        // Last: a refused save above leaves the address as it was too.
+        if super::database::save(&data_dir, &settings.database)? {
+            tracing::info!("the shared database changes at the next start");
+        }
         worker.set_policy(policy.clone());
         tracing::info!(
             ?policy,
@@ -847,7 +860,9 @@ pub(super) fn open_saved<R: Runtime>(
     let doc = job_or_gone(store, id)?
         .document
         .ok_or_else(|| "This job has no saved document yet.".to_string())?;
-    let path = inside_library(root, &locate(Path::new(&doc))?)?;
+    // The document is checked before `locate` reads it, and what it names after.
+    let doc = inside_library(root, Path::new(&doc))?;
+    let path = inside_library(root, &locate(&doc)?)?;
     app.opener()
         .open_path(path.to_string_lossy(), None::<&str>)
         .map_err(|e| format!("Could not open {}: {e}", path.display()))

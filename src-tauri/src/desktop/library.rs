@@ -231,7 +231,9 @@ fn reading(id: i64, url: &str, doc: &str, path: &Path, text: &str, tags: Vec<Str
             .collect(),
         None => field("byline").into_iter().collect(),
     };
+    // A file name beside the document, as `kept_pdf` requires: never a path to probe.
     let has_pdf = field("pdf")
+        .filter(|name| !name.contains(['/', '\\']) && !name.starts_with('.'))
         .and_then(|name| path.parent().map(|dir| dir.join(name)))
         .is_some_and(|p| p.is_file());
     Reading {

@@ -74,12 +74,23 @@ struct Opened {
 /// The queue Settings saved, or, when it cannot be opened, this computer's own queue and a
 /// sentence saying so. A window that does not open could not be told to use another address.
 fn open_saved_or_own(data_dir: &std::path::Path) -> anyhow::Result<Opened> {
-    let Some(url) = database::saved(data_dir) else {
-        return Ok(Opened {
-            database: None,
-            store: crate::cli::open_queue(data_dir, None)?,
-            notice: None,
-        });
+    let url = match database::read(data_dir) {
+        Ok(Some(url)) => url,
+        Ok(None) => {
+            return Ok(Opened {
+                database: None,
+                store: crate::cli::open_queue(data_dir, None)?,
+                notice: None,
+            });
+        }
+        Err(why) => {
+            tracing::warn!("{why}; using this computer's queue");
+            return Ok(Opened {
+                database: None,
+                store: crate::cli::open_queue(data_dir, None)?,
+                notice: Some(own_queue_notice(&why)),
+            });
+        }
     };
     match crate::cli::open_queue(data_dir, Some(&url)) {
         Ok(store) => Ok(Opened {
@@ -327,24 +338,50 @@ fn start_engine<R: Runtime>(app: &tauri::AppHandle<R>) {
         }
     }
     // Deaths committed while the window was closed (a CLI run, a crash) are announced now.
-    announce_deaths(app);
+    off_the_runtime(app, |app| announce_deaths(app));
     let mut events = worker.subscribe();
+    // Changes this worker did not make (a `gleaner add` in a terminal while the queue is
+    // paused, another member of a shared queue) reach the window and the tray too.
+    let elsewhere = Arc::new(tokio::sync::Notify::new());
+    let subscription = match state.store.subscribe(elsewhere.clone()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot watch the queue for other processes' changes");
+            None
+        }
+    };
     let handle = app.clone();
     tauri::async_runtime::spawn(async move {
+        let _subscription = subscription;
         loop {
-            match events.recv().await {
-                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            tokio::select! {
+                event = events.recv() => match event {
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                },
+                () = elsewhere.notified() => {}
             }
             // Let a burst settle, then send one event for all of it.
             tokio::time::sleep(EVENT_COALESCE).await;
             while events.try_recv().is_ok() {}
+            // This worker's own commits wake the watch too: one event covers both.
+            let _ = futures_util::FutureExt::now_or_never(elsewhere.notified());
             emit_changed(&handle);
-            tray::refresh(&handle);
-            announce_deaths(&handle);
+            // Reads of the queue and a D-Bus call: on a shared database that has gone away
+            // they wait for its timeouts, which must not hold a thread of the async runtime.
+            let _ = off_the_runtime(&handle, |app| {
+                tray::refresh(app);
+                announce_deaths(app);
+            })
+            .await;
         }
     });
     watch_health(app, worker.health());
+    // Settings another member of a shared queue (or `gleaner` on this folder) saves apply here.
+    tauri::async_runtime::spawn(worker.clone().follow_stored_policy(
+        crate::engine::policy::Policy::clone(&worker.policy()),
+        |p| p,
+    ));
     let handle = app.clone();
     tauri::async_runtime::spawn(async move {
         // The window's lifetime is the worker's: no shutdown signal is needed, and in-flight
@@ -373,21 +410,21 @@ fn watch_health<R: Runtime>(
         let mut stalled = false;
         while health.changed().await.is_ok() {
             let now = health.borrow_and_update().clone();
-            if let Some(stall) = &now
-                && !stalled
-            {
-                notify(
-                    &handle,
-                    "Gleaner paused",
-                    &format!(
-                        "{}. No fetch starts and no retry is spent; Gleaner goes on by itself once this is fixed.",
-                        capitalised(&stall.reason)
-                    ),
-                );
-            }
+            let began = now.as_ref().filter(|_| !stalled).map(|stall| {
+                format!(
+                    "{}. No fetch starts and no retry is spent; Gleaner goes on by itself once this is fixed.",
+                    capitalised(&stall.reason)
+                )
+            });
             stalled = now.is_some();
             emit_changed(&handle);
-            tray::refresh(&handle);
+            let _ = off_the_runtime(&handle, move |app| {
+                if let Some(body) = began {
+                    notify(app, "Gleaner paused", &body);
+                }
+                tray::refresh(app);
+            })
+            .await;
         }
     });
 }
@@ -398,6 +435,16 @@ fn capitalised(s: &str) -> String {
         Some(first) => first.to_uppercase().chain(chars).collect(),
         None => String::new(),
     }
+}
+
+/// Run `work` (reads of the queue, D-Bus calls) on a blocking thread, off the async runtime
+/// and the main thread, which both keep the window answering.
+fn off_the_runtime<R: Runtime>(
+    app: &tauri::AppHandle<R>,
+    work: impl FnOnce(&tauri::AppHandle<R>) + Send + 'static,
+) -> tauri::async_runtime::JoinHandle<()> {
+    let app = app.clone();
+    tauri::async_runtime::spawn_blocking(move || work(&app))
 }
 
 fn notify<R: Runtime>(app: &tauri::AppHandle<R>, title: &str, body: &str) {

@@ -97,18 +97,27 @@ fn build<R: Runtime>(app: &tauri::AppHandle<R>) -> tauri::Result<TrayItems<R>> {
     Ok(TrayItems { counts, pause })
 }
 
+/// Off the main thread: a shared database that has gone away would freeze every window until
+/// its timeouts. A failure is said where a person with the window hidden sees it.
 fn toggle_pause<R: Runtime>(app: &tauri::AppHandle<R>) {
-    let state = app.state::<DesktopState>();
-    let result = state
-        .store
-        .is_queue_paused()
-        .and_then(|paused| state.store.set_queue_paused(!paused));
-    if let Err(e) = result {
-        tracing::warn!(error = %e, "cannot pause or resume the queue from the tray");
-    }
-    state.worker.wake();
-    refresh(app);
-    super::emit_changed(app);
+    super::off_the_runtime(app, |app| {
+        let state = app.state::<DesktopState>();
+        let result = state
+            .store
+            .is_queue_paused()
+            .and_then(|paused| state.store.set_queue_paused(!paused));
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "cannot pause or resume the queue from the tray");
+            super::notify(
+                app,
+                "Could not pause or resume the queue",
+                &format!("{e}. Nothing changed: the queue goes on as it was."),
+            );
+        }
+        state.worker.wake();
+        refresh(app);
+        super::emit_changed(app);
+    });
 }
 
 /// Bring the counts and the Pause/Resume label up to date with the database.

@@ -119,6 +119,8 @@ pub const OFFLINE_WINDOW: Duration = Duration::from_secs(30);
 /// While nothing is eligible and nothing wakes us, look again after this long anyway: a safety
 /// net for wake-ups that cannot be observed (another process on a filesystem without inotify).
 const IDLE_FALLBACK: Duration = Duration::from_secs(30);
+/// How often a running worker reads the stored settings for a change.
+const POLICY_RECHECK: Duration = Duration::from_secs(1);
 /// While other processes hold running jobs, `--until-idle` checks back this often.
 const FOREIGN_RUNNING_RECHECK: Duration = Duration::from_millis(500);
 
@@ -193,6 +195,40 @@ impl Worker {
             *p = Arc::new(policy);
         }
         self.wake();
+    }
+
+    /// Apply the stored settings to this worker whenever they change (saved in a window, by
+    /// another process, or by another member of a shared queue), as `adjust` makes them (a
+    /// command line's flags still win). `applied` is what the worker started from. A stored
+    /// policy that cannot work is not applied. Never returns.
+    pub async fn follow_stored_policy(
+        self: Arc<Self>,
+        mut applied: Policy,
+        adjust: impl Fn(Policy) -> Policy,
+    ) {
+        let mut tick = tokio::time::interval(POLICY_RECHECK);
+        loop {
+            tick.tick().await;
+            let latest = match self.db(|s| s.load_policy()).await {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the stored settings");
+                    continue;
+                }
+            };
+            if latest == applied {
+                continue;
+            }
+            if let Err(e) = latest.check() {
+                tracing::warn!(
+                    "the stored settings changed but cannot be used ({e}); keeping the ones in force"
+                );
+            } else {
+                tracing::info!("the stored settings changed; applying them now");
+                self.set_policy(adjust(latest.clone()));
+            }
+            applied = latest;
+        }
     }
 
     async fn db<T: Send + 'static>(
