@@ -28,12 +28,12 @@ pub fn entry(r: &Record) -> String {
         fields.push(("author", names.join(" and ")));
     }
     if let Some(t) = &r.title {
-        fields.push(("title", escape(t)));
+        fields.push(("title", protect_case(&escape(t))));
     }
     match r.kind {
         Kind::Article => {
             if let Some(c) = &r.container {
-                fields.push(("journaltitle", escape(c)));
+                fields.push(("journaltitle", protect_case(&escape(c))));
             }
         }
         // `organization` is a list: a site named "X and Y" is kept one name by its braces.
@@ -70,7 +70,19 @@ pub fn entry(r: &Record) -> String {
         fields.push(("abstract", escape(a)));
     }
     if !r.tags.is_empty() {
-        let tags: Vec<String> = r.tags.iter().map(|t| escape(t)).collect();
+        // biblatex splits keywords at commas: a tag holding one is braced whole.
+        let tags: Vec<String> = r
+            .tags
+            .iter()
+            .map(|t| {
+                let t = escape(t);
+                if t.contains(',') {
+                    format!("{{{t}}}")
+                } else {
+                    t
+                }
+            })
+            .collect();
         fields.push(("keywords", tags.join(", ")));
     }
     let mut out = format!("@{kind}{{{},\n", r.key);
@@ -96,6 +108,24 @@ fn name(person: &Person) -> String {
     }
 }
 
+/// Words whose capitals are not only a first letter (`DNA`, `iPhone`, `McLean`) braced, so
+/// that a style that lowers a title's case (APA's sentence case) keeps them.
+fn protect_case(escaped: &str) -> String {
+    escaped
+        .split(' ')
+        .map(|word| {
+            let inner_capital = word.chars().skip(1).any(|c| c.is_uppercase());
+            // A word that opens with a command would become a "special character" group.
+            if inner_capital && !word.starts_with('\\') {
+                format!("{{{word}}}")
+            } else {
+                word.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// A value with " and " in it braced, so that a name list does not split there.
 fn protect_and(value: &str) -> String {
     if value.to_lowercase().contains(" and ") {
@@ -118,7 +148,10 @@ pub fn escape(text: &str) -> String {
                 '\\' => out.push_str("\\textbackslash{}"),
                 '^' => out.push_str("\\textasciicircum{}"),
                 '~' => out.push_str("\\textasciitilde{}"),
-                '{' | '}' | '%' | '&' | '$' | '#' | '_' => {
+                // `\{` counts as a brace to BibTeX's parser: a lone one unbalances the file.
+                '{' => out.push_str("\\textbraceleft{}"),
+                '}' => out.push_str("\\textbraceright{}"),
+                '%' | '&' | '$' | '#' | '_' => {
                     out.push('\\');
                     out.push(c);
                 }
@@ -259,7 +292,22 @@ mod tests {
         assert_eq!(
             escape("R&D: 100% of $5 #1 a_b ^ ~ \\ {x} Müller"),
             "R\\&D: 100\\% of \\$5 \\#1 a\\_b \\textasciicircum{} \\textasciitilde{} \
-             \\textbackslash{} \\{x\\} Müller"
+             \\textbackslash{} \\textbraceleft{}x\\textbraceright{} Müller"
+        );
+        // A lone brace leaves the field's braces balanced.
+        let lone = escape("Über Flüsse { offen } end}");
+        let depth = lone.chars().try_fold(0i32, |d, c| {
+            let d = d + match c {
+                '{' => 1,
+                '}' => -1,
+                _ => 0,
+            };
+            (d >= 0).then_some(d)
+        });
+        assert_eq!(depth, Some(0), "{lone}");
+        assert_eq!(
+            protect_case("The DNA of an iPhone in R\\&D, Said Smith"),
+            "The {DNA} of an {iPhone} in {R\\&D,} Said Smith"
         );
         assert_eq!(escape("two\n\nlines\t here"), "two lines here");
     }

@@ -28,6 +28,18 @@ pub enum Person {
     Literal(String),
 }
 
+/// The days of `month` in `year` (Gregorian).
+fn days_in(year: u16, month: u8) -> u8 {
+    match month {
+        2 if year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400)) => {
+            29
+        }
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
 /// A calendar date as precise as the source gave it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Date {
@@ -51,7 +63,8 @@ impl Date {
                 .filter(|n| (1..=max).contains(n))
         };
         let month = two(parts.next(), 12);
-        let day = month.and_then(|_| two(parts.next(), 31));
+        // A day the month does not have (2020-02-30) is dropped, not exported.
+        let day = month.and_then(|m| two(parts.next(), days_in(year, m)));
         Some(Date { year, month, day })
     }
 
@@ -436,6 +449,13 @@ mod tests {
             Some("2013")
         );
         assert_eq!(Date::parse("13 July 2013"), None);
+        // A day the month does not have keeps only the month; a leap day is kept.
+        let iso = |t: &str| Date::parse(t).map(|d| d.iso());
+        assert_eq!(iso("2020-02-30").as_deref(), Some("2020-02"));
+        assert_eq!(iso("2019-02-29").as_deref(), Some("2019-02"));
+        assert_eq!(iso("2020-02-29").as_deref(), Some("2020-02-29"));
+        assert_eq!(iso("1900-02-29").as_deref(), Some("1900-02"));
+        assert_eq!(iso("2021-04-31").as_deref(), Some("2021-04"));
     }
 
     #[test]

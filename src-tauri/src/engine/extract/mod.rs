@@ -32,6 +32,9 @@ pub struct Document {
     pub canonical_url: Option<String>,
     pub description: Option<String>,
     pub site_name: Option<String>,
+    /// A scholarly page's journal (`citation_journal_title`): the container a citation names,
+    /// which the site (`og:site_name`, often the publisher) is not.
+    pub journal: Option<String>,
     /// A scholarly page's `citation_author`s, as written (usually "Family, Given").
     pub authors: Vec<String>,
     /// The paper's PDF a landing page names (`citation_pdf_url`, else a PDF
@@ -101,6 +104,7 @@ impl Document {
             canonical_url: None,
             description: None,
             site_name: None,
+            journal: None,
             authors: Vec::new(),
             pdf_url: None,
             doi: None,
@@ -278,7 +282,8 @@ fn extract_html(
         site_name: meta
             .og_site_name
             .or_else(|| article.site_name.as_deref().and_then(clean))
-            .or(meta.journal),
+            .or_else(|| meta.journal.clone()),
+        journal: meta.journal,
         authors: meta.citation_authors,
         pdf_url: meta.pdf_url,
         doi: meta.doi,

@@ -372,8 +372,12 @@ fn with_page_meta(reference: Option<&Reference>, doc: &Document) -> Reference {
     if r.issued.is_none() && !doc.authors.is_empty() {
         r.issued = doc.published.as_deref().and_then(issued_of);
     }
-    if r.container_title.is_none() && !doc.authors.is_empty() {
-        r.container_title = doc.site_name.clone();
+    // The journal a page names is its container; a site only for a page with authors.
+    if r.container_title.is_none() {
+        r.container_title = doc
+            .journal
+            .clone()
+            .or_else(|| doc.site_name.clone().filter(|_| !doc.authors.is_empty()));
     }
     if r.abstract_text.is_none() {
         r.abstract_text = doc.abstract_text.clone();

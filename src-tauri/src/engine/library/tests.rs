@@ -596,3 +596,36 @@ fn a_group_of_documents_syncs_each_of_their_folders_once_and_the_library_folder(
         other => panic!("{other:?}"),
     }
 }
+
+/// A journal's landing page names its journal and its publisher's site apart: the journal is
+/// the container a citation needs, the site is not.
+#[test]
+fn a_pages_journal_is_its_container_even_beside_a_site_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lib = Library::new(dir.path());
+    let page = Fetched {
+        status: 200,
+        final_url: "https://publisher.example/articles/42".into(),
+        content_type: Some("text/html".into()),
+        body: br#"<html><head><title>On rivers</title>
+            <meta property="og:site_name" content="PublisherSite">
+            <meta name="citation_title" content="On Rivers">
+            <meta name="citation_author" content="Doe, Jane">
+            <meta name="citation_journal_title" content="Journal of Testing">
+            </head><body><article><p>Rivers carry sediment downstream over many seasons,
+            and this article says how much and why it matters to the people who live there.</p>
+            </article></body></html>"#
+            .to_vec(),
+    };
+    let saved = lib
+        .save(
+            &from("https://publisher.example/articles/42"),
+            &page,
+            SaveOptions::default(),
+        )
+        .expect("save");
+    let text = std::fs::read_to_string(&saved.path).expect("read");
+    let (meta, _) = read_document(&text).expect("front matter");
+    assert_eq!(meta["container_title"], "Journal of Testing");
+    assert_eq!(meta["site_name"], "PublisherSite");
+}
