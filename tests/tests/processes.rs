@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use gleaner_tests::server::FaultServer;
+use gleaner_tests::server::{Behavior, FaultServer};
 use gleaner_tests::{Sandbox, stderr, stdout};
 
 /// CPU time (user + system) of a process, in clock ticks, from /proc.
@@ -250,6 +250,51 @@ fn a_stopped_run_says_what_is_still_waiting_from_the_queue() {
     assert!(
         log.contains("still pending: 1 job, 1 of them waiting to retry"),
         "{log}"
+    );
+}
+
+/// A stop asked for (Ctrl+C, a service manager, the window's Quit) is not a crash: the fetch it
+/// cut short goes back to the queue with no retry spent, and its history says why.
+#[test]
+fn a_stop_hands_its_fetches_in_flight_back_without_spending_a_retry() {
+    let server = FaultServer::start();
+    server.script("/hangs", vec![Behavior::StallForever]);
+    let sb = Sandbox::new();
+    assert!(sb.run(&["add", &server.url("/hangs")]).status.success());
+    let child = sb
+        .cmd()
+        .arg("run")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn run");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.hits("/hangs") == 0 {
+        assert!(Instant::now() < deadline, "the fetch never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill -TERM");
+    assert!(term.success());
+    let out = child.wait_with_output().expect("the run ends");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(
+        log.contains("1 fetch in flight handed back to the queue, with no retry spent"),
+        "{log}"
+    );
+    let job = sb.json(&["jobs", "show", "1", "--json"]);
+    assert_eq!(job["status"], "pending", "{job}");
+    assert_eq!(job["retries_used"], 0, "{job}");
+    let history = job["history"].as_array().expect("history");
+    assert_eq!(history.len(), 1, "{job}");
+    assert_ne!(history[0]["outcome"], "interrupted", "{job}");
+    assert!(
+        history[0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("Gleaner stopped")),
+        "{job}"
     );
 }
 

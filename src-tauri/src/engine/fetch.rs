@@ -133,6 +133,14 @@ impl Fetcher {
     ) -> Result<Answer, Failure> {
         let parsed = url::Url::parse(url)
             .map_err(|e| Failure::new(FailureKind::BadUrl, format!("malformed URL: {e}")))?;
+        // Intake takes only http(s), but an archive's answer names a link of its own: reqwest
+        // would refuse another scheme with an error no retry mends.
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(Failure::new(
+                FailureKind::BadUrl,
+                format!("not a web address: {}", parsed.scheme()),
+            ));
+        }
         if let Some(reason) = super::intake::unfetchable_host(&parsed) {
             return Err(Failure::new(FailureKind::NoSuchHost, reason));
         }
@@ -210,7 +218,9 @@ impl Fetcher {
         {
             return Err(too_large(limits.max_body));
         }
-        let mut body = Vec::with_capacity(declared.unwrap_or(0).min(limits.max_body) as usize);
+        // What a header claims reserves at most 1 MiB before a byte has come.
+        let mut body =
+            Vec::with_capacity(declared.unwrap_or(0).min(limits.max_body).min(1 << 20) as usize);
         let mut stream = response.bytes_stream();
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| failure_from_reqwest(&e, limits))?;

@@ -28,12 +28,16 @@ fn users(text: &str) -> Cow<'_, str> {
     while let Some(at) = rest.find("://") {
         let (head, tail) = rest.split_at(at + 3);
         out.push_str(head);
-        // The authority ends where the path, query or fragment begins, or where the URL does.
+        // The authority ends where the path, query or fragment begins, or where the URL does
+        // (a password may hold `'` or `)`, so those end it only when no `@` follows first).
         let end = tail
-            .find(|c: char| {
-                matches!(c, '/' | '?' | '#' | ')' | '>' | '"' | '\'') || c.is_whitespace()
-            })
+            .find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace())
             .unwrap_or(tail.len());
+        let end = if tail[..end].contains('@') {
+            end
+        } else {
+            tail[..end].find([')', '>', '"', '\'']).unwrap_or(end)
+        };
         let authority = &tail[..end];
         match authority.rfind('@') {
             Some(i) => out.push_str(&authority[i + 1..]),
@@ -96,6 +100,14 @@ mod tests {
             "mail me at a@b.example, see https://x.example/@user"
         );
         assert!(matches!(text("no urls here"), Cow::Borrowed(_)));
+        assert_eq!(
+            text("cannot connect to postgres://ann:it's)x@db/g: refused"),
+            "cannot connect to postgres://db/g: refused"
+        );
+        assert_eq!(
+            text("(see http://a.example) or mail b@c.example"),
+            "(see http://a.example) or mail b@c.example"
+        );
         assert_eq!(
             text(
                 "cannot reach postgres://db.lab/g?user=ann&password=s3cret&sslmode=require: refused"

@@ -99,6 +99,31 @@ impl FailureKind {
         )
     }
 
+    /// Failures that prove a server answered (so the network works): a refusal, a reply cut
+    /// short or malformed, an error status, a certificate. Not a timeout, a failed lookup or
+    /// an unknown error, which an offline machine gives too.
+    pub fn reached_a_server(self) -> bool {
+        use FailureKind::*;
+        matches!(
+            self,
+            ConnectRefused
+                | ClosedBeforeResponse
+                | DroppedMidBody
+                | Protocol
+                | ServerError
+                | RateLimited
+                | Blocked
+                | ClientError
+                | RedirectLoop
+                | RedirectScheme
+                | Tls
+                | TooLarge
+                | Unparsable
+                | BadRedirect
+                | Refused
+        )
+    }
+
     pub fn class(self) -> ErrorClass {
         use FailureKind::*;
         match self {
@@ -703,7 +728,14 @@ pub fn kind_of_reqwest_error(err: &reqwest::Error) -> FailureKind {
                 _ => {}
             }
         }
-        let text = e.to_string();
+        // reqwest's own message ends with the request's URL: a page named
+        // `/birth-certificate` must not make a refused connection a TLS failure. What it
+        // wraps is read further down the chain.
+        let text = if e.is::<reqwest::Error>() {
+            String::new()
+        } else {
+            e.to_string()
+        };
         if text.contains("dns error") || text.contains("failed to lookup address") {
             saw_dns = true;
         }
@@ -797,6 +829,25 @@ mod millis {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The words of a page's address are not the error's: a refused connection to
+    /// `/birth-certificate` is a refused connection, not an invalid TLS certificate.
+    #[tokio::test]
+    async fn an_address_that_says_certificate_does_not_make_a_tls_failure() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .expect("bind")
+            .local_addr()
+            .expect("addr")
+            .port();
+        // The listener is gone: the port refuses.
+        let err = reqwest::Client::new()
+            .get(format!("http://127.0.0.1:{port}/birth-certificate"))
+            .send()
+            .await
+            .expect_err("refused");
+        assert!(err.to_string().contains("certificate"), "{err}");
+        assert_eq!(kind_of_reqwest_error(&err), FailureKind::ConnectRefused);
+    }
 
     fn secs(s: u64) -> Duration {
         Duration::from_secs(s)

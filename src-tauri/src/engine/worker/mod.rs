@@ -20,8 +20,8 @@ use super::fetch::{Answer, Fetched, Fetcher, Limits};
 use super::library::{Library, LibraryError, Provenance, SaveOptions, Saved};
 use super::policy::{self, Decision, Failure, FailureKind, Policy};
 use super::queue::{
-    ClaimRequest, Claimed, Failed, Finish, Liveness, Next, OfflineState, Queue, QueueError,
-    Settled, Stage, StallState, Status, Subscription, Success,
+    ClaimRequest, Claimed, Failed, Finish, Next, OfflineState, Queue, QueueError, Settled, Stage,
+    StallState, Status, Subscription, Success,
 };
 
 mod heartbeat;
@@ -293,20 +293,20 @@ impl Worker {
         }
         run.inflight.shutdown().await;
         // Hand back what we abandoned now rather than when the next run notices we are gone.
-        let (policy, now, me) = (self.policy(), self.clock.now_ms(), self.owner.clone());
-        let mine = move |owner: &str| {
-            if owner == me {
-                Liveness::Gone
-            } else {
-                Liveness::Alive
-            }
-        };
-        match self.db(move |s| s.recover(&policy, now, &mine)).await {
-            Ok(released) => {
-                for failed in &released {
-                    self.log_failure(failed);
-                }
-            }
+        // A stop asked for is not a crash: no retry is spent (recovery counts one for a process
+        // that died, in case the job is what kills it).
+        let (now, owner) = (self.clock.now_ms(), self.owner.clone());
+        let reason = "Gleaner stopped while this was being fetched".to_string();
+        match self
+            .db(move |s| s.put_back(&owner, None, &reason, now))
+            .await
+        {
+            Ok(ids) if !ids.is_empty() => tracing::info!(
+                "{} fetch{} in flight handed back to the queue, with no retry spent",
+                ids.len(),
+                if ids.len() == 1 { "" } else { "es" }
+            ),
+            Ok(_) => {}
             Err(e) => tracing::error!(
                 "{e}; the jobs this worker held go back to the queue when Gleaner next starts"
             ),
@@ -550,17 +550,18 @@ impl Worker {
                 *group = finished;
                 return;
             };
-            // Anything that reached a server, even an error page, proves the network works.
+            // Anything that reached a server, even an error page, proves the network works; a
+            // timeout does not (an offline machine's probes time out too).
             let reached = finished.iter().any(|(_, f)| match f {
                 // A page fetched but not saved still came from a server.
                 Finish::Success(_) | Finish::Local(_) => true,
                 Finish::Failure { failure, .. }
                 | Finish::Offline(failure)
-                | Finish::Kept(failure) => !failure.kind.suggests_offline(),
+                | Finish::Kept(failure) => failure.kind.reached_a_server(),
                 Finish::Next(next) => next
                     .failure
                     .as_ref()
-                    .is_none_or(|f| !f.kind.suggests_offline()),
+                    .is_none_or(|f| f.kind.reached_a_server()),
             });
             if reached {
                 net.streak.clear();
@@ -569,8 +570,12 @@ impl Worker {
             let mut failed_offline = false;
             for (claimed, finish) in finished {
                 let (failure, unit) = match finish {
+                    // While offline, a failure no server answered (a probe's timeout) is the
+                    // machine's, and spends no retry either.
                     Finish::Failure { failure, unit }
-                        if failure.kind.suggests_offline() && !reached =>
+                        if !reached
+                            && (failure.kind.suggests_offline()
+                                || (net.offline.is_some() && !failure.kind.reached_a_server())) =>
                     {
                         (failure, unit)
                     }
@@ -1145,5 +1150,73 @@ impl Drop for Worker {
         if let Ok(mut set) = live_owners().lock() {
             set.remove(&self.owner);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::clock::ManualClock;
+    use crate::engine::sqlite::Store;
+
+    fn worker(dir: &std::path::Path) -> Arc<Worker> {
+        let store: Arc<dyn Queue> = Arc::new(Store::open_in_memory().expect("store"));
+        Worker::new(
+            store,
+            ManualClock::new(1_000_000),
+            Library::new(dir.join("library")),
+            Policy::default(),
+        )
+        .expect("worker")
+    }
+
+    fn failed(job_id: i64, kind: FailureKind) -> (Claimed, Finish) {
+        let claimed = Claimed {
+            job_id,
+            url: format!("http://h{job_id}.example/"),
+            host: format!("h{job_id}.example"),
+            attempt: 1,
+            started_at: 0,
+            owner: "w".into(),
+            throttled: false,
+            reference: None,
+            stage: None,
+            target: None,
+            document: None,
+        };
+        let failure = Failure::new(kind, format!("{kind:?}"));
+        (claimed, Finish::Failure { failure, unit: 1.0 })
+    }
+
+    fn offline_now(w: &Worker) -> bool {
+        w.offline().is_some()
+    }
+
+    /// An offline machine's probe that times out has not reached a server: the finding holds,
+    /// and the timeout spends no retry. A refused connection is an answer, and ends it.
+    #[test]
+    fn only_an_answer_ends_an_offline_finding() {
+        let dir = tempfile::tempdir().expect("dir");
+        let w = worker(dir.path());
+        let policy = Policy::default();
+        let mut group: Vec<_> = (1..=OFFLINE_AFTER as i64)
+            .map(|id| failed(id, FailureKind::NetworkDown))
+            .collect();
+        w.observe_network(&mut group, &policy, 1_000_000);
+        assert!(offline_now(&w), "found offline");
+
+        let mut probe = vec![failed(10, FailureKind::Timeout)];
+        w.observe_network(&mut probe, &policy, 1_001_000);
+        assert!(offline_now(&w), "a timeout is no answer");
+        assert!(
+            matches!(probe[0].1, Finish::Offline(_)),
+            "the probe's timeout spends no retry: {:?}",
+            probe[0].1
+        );
+
+        let mut probe = vec![failed(11, FailureKind::ConnectRefused)];
+        w.observe_network(&mut probe, &policy, 1_002_000);
+        assert!(!offline_now(&w), "a refusal is an answer");
+        assert!(matches!(probe[0].1, Finish::Failure { .. }));
     }
 }
