@@ -374,6 +374,13 @@ fn an_export_from_any_member_holds_every_document_and_pull_fills_its_folder() {
     let hits = reader.json(&["search", "--json", "--limit", "100", "shared"]);
     assert_eq!(hits.as_array().map(Vec::len), Some(n), "{hits}");
 
+    // A member whose folder is empty rebuilding the index: the lab's index still holds every
+    // document (it used to be emptied for the whole lab, then refilled from that folder).
+    let out = members[0].run(&["library", "reindex"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let hits = reader.json(&["search", "--json", "--limit", "100", "shared"]);
+    assert_eq!(hits.as_array().map(Vec::len), Some(n), "{hits}");
+
     assert_eq!(own(reader), 0);
     let out = reader.run(&["library", "pull"]);
     assert!(out.status.success(), "{}", stderr(&out));

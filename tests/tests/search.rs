@@ -177,4 +177,13 @@ fn the_index_is_rebuilt_from_the_library_folder_with_each_pages_newest_version()
         search(&sb, &["aardvark"]).is_empty(),
         "only the newest version"
     );
+    // The same data folder spelled otherwise finds the same documents (it indexed none).
+    let dotted = format!("{}/.", sb.path().display());
+    let out = sb.run(&["--data-dir", &dotted, "library", "reindex"]);
+    assert!(
+        stdout(&out).starts_with("indexed 1 document of 2"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(search(&sb, &["zebra"]).len(), 1);
 }

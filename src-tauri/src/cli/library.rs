@@ -101,7 +101,14 @@ pub fn export(
 
 /// Rebuild the search index from the library folder.
 pub fn reindex(store: &dyn Queue, library: &Library) -> anyhow::Result<ExitCode> {
-    store.clear_index()?;
+    if store.shared() {
+        // The index is the whole lab's: this member first writes the documents its folder
+        // lacks, then indexes them all again, over the rows there (emptying it first would
+        // leave the lab with this member's folder alone).
+        pull(store, library)?;
+    } else {
+        store.clear_index()?;
+    }
     let (mut indexed, mut passed_over) = (0, 0);
     let read = library.each_document(REINDEX_BATCH, |docs| -> anyhow::Result<()> {
         let r = store.reindex(docs)?;

@@ -471,17 +471,35 @@ fn front_matter(
     ] {
         out.push_str(key);
         out.push_str(": ");
-        out.push_str(&value);
+        out.push_str(&yaml_safe(&value));
         out.push('\n');
     }
     for (key, value) in reference_fields(from.url, fields) {
         out.push_str(key);
         out.push_str(": ");
-        out.push_str(&value);
+        out.push_str(&yaml_safe(&value));
         out.push('\n');
     }
     out.push_str("---\n");
     out
+}
+
+/// A JSON value with the characters JSON leaves raw but YAML refuses (U+007F–U+009F, U+FFFE,
+/// U+FFFF) written as `\u` escapes, which both read back as the character.
+fn yaml_safe(json: &str) -> std::borrow::Cow<'_, str> {
+    let refused = |c: char| matches!(c, '\u{7f}'..='\u{9f}' | '\u{fffe}' | '\u{ffff}');
+    if !json.contains(refused) {
+        return std::borrow::Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 8);
+    for c in json.chars() {
+        if refused(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// The fields of a reference (DESIGN.md): its identifier, and what its entry said. Keys that do

@@ -629,3 +629,37 @@ fn a_pages_journal_is_its_container_even_beside_a_site_name() {
     assert_eq!(meta["container_title"], "Journal of Testing");
     assert_eq!(meta["site_name"], "PublisherSite");
 }
+
+/// Characters JSON leaves raw but YAML refuses (U+007F–U+009F) are escaped in the front matter,
+/// so a YAML reader takes it, and they read back as they were.
+#[test]
+fn front_matter_escapes_what_yaml_refuses() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lib = Library::new(dir.path());
+    let reference = Reference {
+        title: Some("Key\u{7f}One \u{85}x".into()),
+        authors: vec!["M\u{fc}ller\u{9f}, Hans".into()],
+        ..Reference::default()
+    };
+    let from = Provenance {
+        reference: Some(&reference),
+        ..from("https://refs.example/a")
+    };
+    let page = Fetched {
+        status: 200,
+        final_url: "https://refs.example/a".into(),
+        content_type: Some("text/plain".into()),
+        body: b"Some text.".to_vec(),
+    };
+    let saved = lib
+        .save(&from, &page, SaveOptions::default())
+        .expect("save");
+    let text = std::fs::read_to_string(&saved.path).expect("read");
+    let head = text.split("\n---\n").next().expect("front matter");
+    assert!(
+        !head.contains(|c: char| ('\u{7f}'..='\u{9f}').contains(&c)),
+        "{head:?}"
+    );
+    let (meta, _) = read_document(&text).expect("front matter");
+    assert_eq!(meta["authors"][0], "M\u{fc}ller\u{9f}, Hans");
+}

@@ -183,6 +183,23 @@ fn snippet(body: &str, terms: &[Term]) -> String {
 }
 
 /// Write a job's document into the index and the Library list, replacing its older version.
+/// How much of a document's text PostgreSQL indexes. A `tsvector` holds at most 1 MiB, and
+/// a text of words that never repeat takes up to about three times its size there; a longer
+/// text is kept whole (`body`, for snippets and the reader) but searched by its start.
+const INDEXED_BYTES: usize = 256 * 1024;
+
+/// The start of `text` that is indexed, cut at a character boundary.
+fn indexed_part(text: &str) -> &str {
+    if text.len() <= INDEXED_BYTES {
+        return text;
+    }
+    let mut end = INDEXED_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 pub(super) async fn index_in(tx: &impl Conn, job_id: i64, doc: &Indexed) -> Result<()> {
     let authors = serde_json::to_string(&doc.author_list).ok();
     tx.exec(
@@ -207,7 +224,7 @@ pub(super) async fn index_in(tx: &impl Conn, job_id: i64, doc: &Indexed) -> Resu
             &doc.pdf,
             &fold(&doc.title),
             &fold(&doc.authors),
-            &fold(&doc.body),
+            &fold(indexed_part(&doc.body)),
         ],
     )
     .await?;

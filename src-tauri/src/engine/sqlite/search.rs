@@ -282,7 +282,7 @@ impl Store {
                         rusqlite::Error::QueryReturnedNoRows => Ok(None),
                         e => Err(e),
                     })?;
-                if newest.as_deref() == Some(path.as_str()) {
+                if newest.as_deref().is_some_and(|n| same_file(n, path)) {
                     index_in(tx, *job_id, doc)?;
                     out.indexed += 1;
                 } else {
@@ -292,6 +292,16 @@ impl Store {
             Ok(out)
         })
     }
+}
+
+/// Whether two spellings of a path name one file: the data folder given as `./data`, through a
+/// symlink, or with a trailing `/.` writes the same documents as its plain form.
+fn same_file(a: &str, b: &str) -> bool {
+    a == b
+        || matches!(
+            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+            (Ok(x), Ok(y)) if x == y
+        )
 }
 
 /// An error of the query text itself (FTS5's "syntax error", "no such column", "unknown

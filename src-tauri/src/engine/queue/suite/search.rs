@@ -77,6 +77,25 @@ pub(crate) fn ids(hits: &[Hit]) -> Vec<i64> {
 }
 
 super::on_every_backend! {
+    /// A very long text of words that never repeat (1.3 MB) is kept and found by a word near
+    /// its start: PostgreSQL's index of one document holds at most 1 MiB, and going over it
+    /// failed the step, which stalled the queue on that job again and again.
+    fn a_huge_document_of_distinct_words_is_indexed_and_found(s) {
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut body = String::from("quokka ");
+        while body.len() < 1_300_000 {
+            for _ in 0..9 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                body.push(char::from(b'a' + (state % 26) as u8));
+            }
+            body.push(' ');
+        }
+        let id = done(s, "https://big.example/", "A long list", "", &body);
+        assert_eq!(ids(&s.search("quokka", 10).expect("search")), [id]);
+    }
+
     fn a_word_in_the_title_ranks_above_the_same_word_in_the_text(s) {
         let body = done(
             s,
