@@ -87,11 +87,23 @@ pub fn extract(
         DocKind::Html => extract_html(body, content_type, url),
         DocKind::Pdf => extract_pdf(body),
         DocKind::Text => Ok(Document {
-            text: decode_text(body, content_type),
+            text: without_controls(decode_text(body, content_type)),
             ..Document::empty(DocKind::Text)
         }),
         DocKind::Raw => Ok(Document::empty(DocKind::Raw)),
     }
+}
+
+/// Text with its control characters dropped, line breaks and tabs kept. They mean nothing in a
+/// document, and two of them are what the search index marks its matches with: a text file
+/// holding them made words look matched in its snippets.
+fn without_controls(text: String) -> String {
+    if !text.contains(|c: char| c.is_control() && !matches!(c, '\n' | '\t' | '\r')) {
+        return text;
+    }
+    text.chars()
+        .filter(|&c| !c.is_control() || matches!(c, '\n' | '\t' | '\r'))
+        .collect()
 }
 
 impl Document {
@@ -738,6 +750,17 @@ mod tests {
         let not_web = br#"<html><head><meta name="citation_pdf_url" content="javascript:alert(1)"></head>
             <body><article><p>Some words of a post that is long enough to be read as the article's own text by the extractor.</p></article></body></html>"#;
         assert_eq!(ok(not_web, HTML).pdf_url, None);
+    }
+
+    /// A text file's control characters go (the index marks matches with two of them), its
+    /// line breaks and tabs stay.
+    #[test]
+    fn a_text_files_control_characters_are_dropped() {
+        let doc = ok(
+            b"Plain \x02spoofed\x03 notes\x00\n\tindented\r\n",
+            Some("text/plain"),
+        );
+        assert_eq!(doc.text, "Plain spoofed notes\n\tindented\r\n");
     }
 
     #[test]

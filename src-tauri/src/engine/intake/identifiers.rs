@@ -136,9 +136,13 @@ pub fn from_link(url: &Url) -> Option<Identifier> {
     let path = percent_decoded(url.path());
     let path = path.trim_start_matches('/');
     match host {
-        "doi.org" | "dx.doi.org" => doi_at(path)
-            .filter(|(_, len)| *len == path.trim_end_matches('/').len())
-            .map(|(d, _)| Identifier::doi(d)),
+        // `https://doi.org/10.1000/x/`: the slash a link ends with is not the DOI's.
+        "doi.org" | "dx.doi.org" => {
+            let path = path.trim_end_matches('/');
+            doi_at(path)
+                .filter(|(_, len)| *len == path.len())
+                .map(|(d, _)| Identifier::doi(d))
+        }
         "arxiv.org" | "export.arxiv.org" => {
             let rest = path
                 .strip_prefix("abs/")
@@ -584,6 +588,10 @@ mod tests {
         assert_eq!(
             link("https://doi.org/10.1038/nature12373"),
             Some("doi:10.1038/nature12373".into())
+        );
+        assert_eq!(
+            link("https://doi.org/10.1000/xyz/"),
+            Some("doi:10.1000/xyz".into())
         );
         assert_eq!(
             link("http://dx.doi.org/10.1016/S0140-6736%2820%2930183-5"),

@@ -152,14 +152,22 @@ fn entry_of(tags: &[(String, String)]) -> Entry {
         .chain(all("AID"))
         .find_map(|v| v.strip_suffix("[doi]"))
         .map(|d| d.trim().to_string());
-    // Full names where PubMed has them (`FAU - Smith, John A`), else the short form
-    // (`AU  - Smith JA`); a group author (`CN`) as it is written.
-    let full: Vec<String> = all("FAU").map(String::from).collect();
-    let mut authors = if full.is_empty() {
-        all("AU").map(short_name).collect()
-    } else {
-        full
-    };
+    // Full names where PubMed has them (`FAU - Smith, John A`, followed by that author's
+    // `AU  - Smith JA`), else the short form: an author with no `FAU` in a record where others
+    // have one is kept too. A group author (`CN`) as it is written.
+    let mut authors = Vec::new();
+    let mut after_full = false;
+    for (tag, value) in tags.iter().filter(|(_, v)| !v.is_empty()) {
+        match tag.as_str() {
+            "FAU" => {
+                authors.push(value.clone());
+                after_full = true;
+            }
+            "AU" if after_full => after_full = false,
+            "AU" => authors.push(short_name(value)),
+            _ => {}
+        }
+    }
     authors.extend(all("CN").map(String::from));
     // No citation key: a PubMed id is none, and an export makes one from author and year.
     let mut entry = Entry {
@@ -267,6 +275,16 @@ mod tests {
         let third = found[2];
         assert_eq!(third.title.as_deref(), Some("A Handbook of Things."));
         assert_eq!(third.issued.as_deref(), Some("2019"));
+    }
+
+    /// An author PubMed gives no full name, among others it does, is kept, in order.
+    #[test]
+    fn an_author_without_a_full_name_among_others_is_kept() {
+        let text = "PMID- 1\nTI  - T.\nFAU - Smith, John A\nAU  - Smith JA\n\
+                    AD  - A university.\nAU  - Doe J\nFAU - Roe, Ann\nAU  - Roe A\n";
+        let items = read(text);
+        let found = entries(&items);
+        assert_eq!(found[0].authors, ["Smith, John A", "Doe, J", "Roe, Ann"]);
     }
 
     #[test]
