@@ -1296,15 +1296,25 @@ async fn close_settings(s: &DesktopSession) {
     }
 }
 
-/// Press one key on whatever has the focus, as a keyboard does.
+/// Press one key on whatever has the focus, as a keyboard does. WebDriver sends keys to an
+/// element: when live updates rebuilt the focused row between finding it and the key, the key
+/// was not sent, and it goes to the row that has the focus now.
 async fn press(s: &DesktopSession, key: &str) {
-    s.client
-        .active_element()
-        .await
-        .expect("a focused element")
-        .send_keys(key)
-        .await
-        .expect("key press");
+    use fantoccini::error::{CmdError, ErrorStatus};
+    let mut tries = 0;
+    loop {
+        let focused = s.client.active_element().await.expect("a focused element");
+        match focused.send_keys(key).await {
+            Ok(()) => return,
+            Err(CmdError::Standard(e))
+                if e.error == ErrorStatus::StaleElementReference && tries < 20 =>
+            {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(e) => panic!("key press: {e:?}"),
+        }
+    }
 }
 
 /// The focused element: its id, or "row N" for a job row.
