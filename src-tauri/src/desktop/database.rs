@@ -86,11 +86,16 @@ fn unmask(url: &str, old: &str) -> String {
     if new.password() == Some(MASK) {
         let _ = new.set_password(old.password());
     }
-    replace_secrets(&mut new, |key, value| {
-        match old.query_pairs().find(|(k, _)| k == key) {
-            Some((_, kept)) if value == MASK => kept.into_owned(),
-            _ => value.to_string(),
-        }
+    // As written in the old query, still percent-encoded.
+    let kept = |key: &str| {
+        old.query()?
+            .split('&')
+            .find_map(|pair| pair.split_once('=').filter(|(k, _)| *k == key))
+            .map(|(_, v)| v.to_string())
+    };
+    replace_secrets(&mut new, |key, value| match kept(key) {
+        Some(kept) if value == MASK => kept,
+        _ => value.to_string(),
     });
     new.to_string()
 }
@@ -147,6 +152,15 @@ mod tests {
         assert_eq!(
             saved(dir.path()).as_deref(),
             Some("postgres://db.lab/gleaner?user=ann&password=n3w")
+        );
+        // A password with a space keeps its encoding through an edit of the host.
+        let spaced = "postgres://db.lab/gleaner?options=-c%20a%3Db&password=my%20pw";
+        assert!(save(dir.path(), spaced).expect("save"));
+        let masked = shown(dir.path());
+        assert!(save(dir.path(), &masked.replace("db.lab", "db3.lab")).expect("save"));
+        assert_eq!(
+            saved(dir.path()).as_deref(),
+            Some("postgres://db3.lab/gleaner?options=-c%20a%3Db&password=my%20pw")
         );
         assert!(save(dir.path(), "mysql://x@y/z").is_err());
         assert!(save(dir.path(), "").expect("cleared"));

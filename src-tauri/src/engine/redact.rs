@@ -66,7 +66,8 @@ fn query_passwords(text: &str) -> Cow<'_, str> {
         let name_start = lower[..at].rfind(['?', '&', ' ']).map_or(0, |i| i + 1);
         let in_query = name_start > 0 && matches!(text.as_bytes()[name_start - 1], b'?' | b'&');
         let end = text[value..]
-            .find(|c: char| matches!(c, '&' | '#' | ')' | '>' | '"' | '\'') || c.is_whitespace())
+            // A password may hold `)` or `'`: only what ends a query parameter ends it.
+            .find(|c: char| matches!(c, '&' | '#') || c.is_whitespace())
             .map_or(text.len(), |i| value + i);
         if in_query {
             out.push_str(&text[from..value]);
@@ -121,6 +122,10 @@ mod tests {
         assert_eq!(
             text("the password=field of a form"),
             "the password=field of a form"
+        );
+        assert_eq!(
+            text("at postgres://db/g?password=ab)cd'ef&sslmode=require failed"),
+            "at postgres://db/g?password=***&sslmode=require failed"
         );
     }
 }

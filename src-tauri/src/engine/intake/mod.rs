@@ -436,9 +436,9 @@ fn is_lone_word(line: &str) -> bool {
 /// Characters that never appear unescaped inside a URL, so they delimit one in free text
 /// (Markdown brackets, BibTeX braces, HTML attribute quotes).
 fn is_delimiter(c: char) -> bool {
-    // Not `'`: it is legal in a path (`/wiki/Hilbert's_problems`); a quote around a link is
-    // trimmed instead. Prose's own quotes, brackets and commas beyond ASCII never belong to
-    // a link written in text (a link that means one has it percent-encoded).
+    // Not `'` (see [`tokens`]): it is legal in a path (`/wiki/Hilbert's_problems`). Prose's
+    // own quotes, brackets and commas beyond ASCII never belong to a link written in text (a
+    // link that means one has it percent-encoded).
     c.is_whitespace()
         || matches!(
             c,
@@ -519,7 +519,7 @@ fn tokens(line: &str) -> Vec<&str> {
             rest.nth(len);
             continue;
         }
-        if is_delimiter(c) {
+        if is_delimiter(c) || (c == '\'' && !inside_a_word(line, i)) {
             if let Some(s) = start.take() {
                 out.push(&line[s..i]);
             }
@@ -531,6 +531,19 @@ fn tokens(line: &str) -> Vec<&str> {
         out.push(&line[s..]);
     }
     out
+}
+
+/// Whether the `'` at `i` has a letter or digit on both sides (`Hilbert's`, `O'Brien`): then it
+/// is part of a link; anywhere else (`'https://a.org','https://b.org'`) it ends one.
+fn inside_a_word(line: &str, i: usize) -> bool {
+    line[..i]
+        .chars()
+        .next_back()
+        .is_some_and(char::is_alphanumeric)
+        && line[i + 1..]
+            .chars()
+            .next()
+            .is_some_and(char::is_alphanumeric)
 }
 
 /// The distance from the `[` at `i` to the first `]` after it, if any. `cache` holds the last
@@ -1070,7 +1083,8 @@ mod tests {
             "See \u{201C}https://example.com/curly\u{201D} and \u{2018}https://example.com/single\u{2019}. \
              Then https://example.com/ellipsis\u{2026} \u{00AB}https://example.com/guillemets\u{00BB} \
              https://example.com/a\u{FF0C}https://example.com/b\u{3002} \
-             https://en.wikipedia.org/wiki/Hilbert's_problems 'https://example.com/quoted'",
+             https://en.wikipedia.org/wiki/Hilbert's_problems 'https://example.com/quoted' \
+             ['https://example.com/x','https://example.com/y']",
         );
         assert_eq!(
             urls(&found),
@@ -1083,6 +1097,8 @@ mod tests {
                 "https://example.com/b",
                 "https://en.wikipedia.org/wiki/Hilbert's_problems",
                 "https://example.com/quoted",
+                "https://example.com/x",
+                "https://example.com/y",
             ]
         );
     }

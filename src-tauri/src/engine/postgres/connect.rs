@@ -82,23 +82,25 @@ pub fn describe_url(url: &str) -> String {
     }
 }
 
-/// Give every secret query parameter of `u` the value `with(key, value)`.
+/// Give every secret query parameter of `u` the value `with(key, value)`, both as written in
+/// the query (percent-encoded). The other parameters keep their bytes: rebuilding the query as
+/// a form would write a space as `+`, which the driver reads as a `+`.
 pub fn replace_secrets(u: &mut url::Url, with: impl Fn(&str, &str) -> String) {
-    if !u.query_pairs().any(|(k, _)| is_secret(&k)) {
+    let Some(query) = u.query() else { return };
+    if !query
+        .split('&')
+        .any(|pair| is_secret(pair.split('=').next().unwrap_or("")))
+    {
         return;
     }
-    let pairs: Vec<(String, String)> = u
-        .query_pairs()
-        .map(|(k, v)| {
-            let v = if is_secret(&k) {
-                with(&k, &v)
-            } else {
-                v.into_owned()
-            };
-            (k.into_owned(), v)
+    let rebuilt: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((key, value)) if is_secret(key) => format!("{key}={}", with(key, value)),
+            _ => pair.to_string(),
         })
         .collect();
-    u.query_pairs_mut().clear().extend_pairs(pairs);
+    u.set_query(Some(&rebuilt.join("&")));
 }
 
 /// A pooled connection that could not be had, in a sentence.
@@ -209,6 +211,11 @@ mod tests {
         assert_eq!(
             describe_url("postgres://db.lab/gleaner?user=ann&password=s3cret&sslmode=require"),
             "postgres://db.lab/gleaner?user=ann&password=***&sslmode=require"
+        );
+        // The other parameters keep their bytes (a form would write `%20` as `+`).
+        assert_eq!(
+            describe_url("postgres://db/g?options=-c%20search_path%3Dx&password=my%20pw"),
+            "postgres://db/g?options=-c%20search_path%3Dx&password=***"
         );
     }
 

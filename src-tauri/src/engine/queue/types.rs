@@ -264,8 +264,10 @@ pub struct ClaimRequest<'a> {
 
 impl ClaimRequest<'_> {
     /// The claim's "now", read when it is called: see [`ClaimRequest::clock`].
+    /// Never before the step's: a wall clock set back during the step would put the claim's
+    /// times on another footing than the step's outcomes, which the next clock check shifts.
     pub fn now(&self, step_now: Millis) -> Millis {
-        self.clock.map_or(step_now, |c| c.now_ms())
+        self.clock.map_or(step_now, |c| c.now_ms().max(step_now))
     }
 }
 

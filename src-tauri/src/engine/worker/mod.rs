@@ -219,13 +219,15 @@ impl Worker {
             if latest == applied {
                 continue;
             }
-            if let Err(e) = latest.check() {
+            // Checked as it would run: a command line's flags may not fit the new settings.
+            let next = adjust(latest.clone());
+            if let Err(e) = next.check() {
                 tracing::warn!(
                     "the stored settings changed but cannot be used ({e}); keeping the ones in force"
                 );
             } else {
                 tracing::info!("the stored settings changed; applying them now");
-                self.set_policy(adjust(latest.clone()));
+                self.set_policy(next);
             }
             applied = latest;
         }
@@ -570,12 +572,17 @@ impl Worker {
             let mut failed_offline = false;
             for (claimed, finish) in finished {
                 let (failure, unit) = match finish {
-                    // While offline, a failure no server answered (a probe's timeout) is the
-                    // machine's, and spends no retry either.
+                    // While offline, a probe that timed out (or failed for no known reason)
+                    // is the machine's too, and spends no retry; a bad link or a host that
+                    // does not exist fails as ever.
                     Finish::Failure { failure, unit }
                         if !reached
                             && (failure.kind.suggests_offline()
-                                || (net.offline.is_some() && !failure.kind.reached_a_server())) =>
+                                || (net.offline.is_some()
+                                    && matches!(
+                                        failure.kind,
+                                        FailureKind::Timeout | FailureKind::Unknown
+                                    ))) =>
                     {
                         (failure, unit)
                     }
@@ -1211,6 +1218,16 @@ mod tests {
         assert!(
             matches!(probe[0].1, Finish::Offline(_)),
             "the probe's timeout spends no retry: {:?}",
+            probe[0].1
+        );
+
+        // A link to a host that does not exist fails as ever: it says nothing of the network.
+        let mut probe = vec![failed(12, FailureKind::NoSuchHost)];
+        w.observe_network(&mut probe, &policy, 1_001_500);
+        assert!(offline_now(&w));
+        assert!(
+            matches!(probe[0].1, Finish::Failure { .. }),
+            "{:?}",
             probe[0].1
         );
 
