@@ -234,15 +234,7 @@ fn a_stopped_run_says_what_is_still_waiting_from_the_queue() {
         assert!(Instant::now() < deadline, "the first attempt never ended");
         std::thread::sleep(Duration::from_millis(50));
     }
-    // What a service manager or Ctrl+C sends.
-    let term = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill -TERM");
-    assert!(term.success());
-    let out = child.wait_with_output().expect("the run ends");
-    let log = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{log}");
+    let log = stop_with_sigterm(child);
     assert!(
         log.contains("run finished: 0 done, 0 dead, 1 retries scheduled"),
         "{log}"
@@ -272,14 +264,7 @@ fn a_stop_hands_its_fetches_in_flight_back_without_spending_a_retry() {
         assert!(Instant::now() < deadline, "the fetch never started");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let term = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill -TERM");
-    assert!(term.success());
-    let out = child.wait_with_output().expect("the run ends");
-    let log = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{log}");
+    let log = stop_with_sigterm(child);
     assert!(
         log.contains("1 fetch in flight handed back to the queue, with no retry spent"),
         "{log}"
@@ -347,4 +332,18 @@ fn big_pages_fetched_together_are_extracted_one_at_a_time() {
     child.wait().expect("reap");
     eprintln!("peak RSS {peak_mib} MiB");
     assert!(peak_mib < 320, "peak RSS {peak_mib} MiB");
+}
+
+/// Stop a `gleaner run` as a service manager or Ctrl+C does (SIGTERM), and wait for it to end
+/// cleanly; its log.
+fn stop_with_sigterm(child: std::process::Child) -> String {
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill -TERM");
+    assert!(term.success());
+    let out = child.wait_with_output().expect("the run ends");
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{log}");
+    log
 }

@@ -102,7 +102,7 @@ const CLAIM_SQL: &str = "SELECT c_id, c_url, c_host, c_attempts, c_meta, c_stage
 /// `now` is the step's; with a clock, the claim's own time is read as its statement goes out,
 /// after the step's waits for a connection and for its outcomes.
 async fn claim_in(tx: &impl Conn, args: &ClaimArgs<'_>, now: Millis) -> Result<Vec<Claimed>> {
-    let now = args.clock.map_or(now, |c| c.now_ms().max(now));
+    let now = crate::engine::queue::claim_now(args.clock, now);
     let lease_until = now + args.lease;
     let rows = tx
         .query_rows(

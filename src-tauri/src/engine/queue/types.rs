@@ -267,8 +267,13 @@ impl ClaimRequest<'_> {
     /// Never before the step's: a wall clock set back during the step would put the claim's
     /// times on another footing than the step's outcomes, which the next clock check shifts.
     pub fn now(&self, step_now: Millis) -> Millis {
-        self.clock.map_or(step_now, |c| c.now_ms().max(step_now))
+        claim_now(self.clock, step_now)
     }
+}
+
+/// [`ClaimRequest::now`] for a backend that keeps only the request's clock.
+pub fn claim_now(clock: Option<&dyn Clock>, step_now: Millis) -> Millis {
+    clock.map_or(step_now, |c| c.now_ms().max(step_now))
 }
 
 /// The result of one [`Queue::step`]: every finished job as committed, then the new claims.
