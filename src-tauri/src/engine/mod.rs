@@ -11,6 +11,7 @@
 //! - [`render`]: a document's Markdown as safe HTML for the reader.
 //! - [`export`]: the library as JSON Lines, BibTeX, CSL-JSON or RIS.
 //! - [`redact`]: credentials kept out of logs and stored errors.
+//! - [`person_name`]: a name written given names first, turned family first.
 //! - [`tags`]: what a tag may be, and tags set by hand in the queue and the document together.
 //! - [`clock`]: the injected notion of "now".
 //! - [`open_lock_file`]: the files whose `flock` keeps processes from stepping on each other.
@@ -21,6 +22,7 @@ pub mod extract;
 pub mod fetch;
 pub mod intake;
 pub mod library;
+pub mod person_name;
 pub mod policy;
 pub mod postgres;
 pub mod queue;

@@ -251,7 +251,8 @@ fn person(name: &str) -> Person {
 }
 
 /// A page's byline: "Family, Given" when it is written so (the family name one word, or a
-/// lowercase particle and a word: "van Dijk, Jan"), else the byline as written.
+/// lowercase particle and a word: "van Dijk, Jan") or is one person's name given names first
+/// ("Jane Doe"), else the byline as written.
 fn byline_person(byline: &str) -> Option<Person> {
     let text = byline.trim();
     let text = ["By ", "by ", "BY "]
@@ -280,6 +281,15 @@ fn byline_person(byline: &str) -> Option<Person> {
                 given: Some(given_words.join(" ")),
             });
         }
+    }
+    if let Some((family, given)) = crate::engine::person_name::family_first(text)
+        .as_deref()
+        .and_then(|n| n.split_once(", "))
+    {
+        return Some(Person::Name {
+            family: family.to_string(),
+            given: Some(given.to_string()),
+        });
     }
     Some(Person::Literal(text.to_string()))
 }
@@ -323,7 +333,14 @@ mod tests {
             None,
         );
         assert_eq!(r.kind, Kind::WebPage);
-        assert_eq!(r.authors, [Person::Literal("Jane Doe".into())]);
+        assert_eq!(
+            r.authors,
+            [Person::Name {
+                family: "Doe".into(),
+                given: Some("Jane".into())
+            }],
+            "a byline that is one person's name is cited as a person's"
+        );
         assert_eq!(r.issued.map(|d| d.iso()).as_deref(), Some("2021-05-06"));
         assert_eq!(r.accessed.map(|d| d.iso()).as_deref(), Some("2024-03-14"));
         assert_eq!(

@@ -35,7 +35,8 @@ pub struct Document {
     /// A scholarly page's journal (`citation_journal_title`): the container a citation names,
     /// which the site (`og:site_name`, often the publisher) is not.
     pub journal: Option<String>,
-    /// A scholarly page's `citation_author`s, as written (usually "Family, Given").
+    /// A scholarly page's `citation_author`s as "Family, Given" (a name written given names
+    /// first is turned round; one that may be an organisation's is kept as written).
     pub authors: Vec<String>,
     /// The paper's PDF a landing page names (`citation_pdf_url`, else a PDF
     /// `<link rel="alternate">`), absolute.
@@ -424,6 +425,8 @@ impl PageMeta {
             // First one wins for single-valued keys, like in browsers' own metadata readers.
             let slot = match key.as_str() {
                 "citation_author" => {
+                    // Written either way round on the web; stored family first, as intake does.
+                    let value = crate::engine::person_name::family_first(&value).unwrap_or(value);
                     m.citation_authors.push(value);
                     continue;
                 }
@@ -750,6 +753,28 @@ mod tests {
         let not_web = br#"<html><head><meta name="citation_pdf_url" content="javascript:alert(1)"></head>
             <body><article><p>Some words of a post that is long enough to be read as the article's own text by the extractor.</p></article></body></html>"#;
         assert_eq!(ok(not_web, HTML).pdf_url, None);
+    }
+
+    #[test]
+    fn authors_written_given_names_first_are_stored_family_first() {
+        let page = br#"<html><head>
+            <meta name="citation_title" content="Attention Is All You Need">
+            <meta name="citation_author" content="Ashish Vaswani">
+            <meta name="citation_author" content="Ludwig van Beethoven">
+            <meta name="citation_author" content="Shazeer, Noam">
+            <meta name="citation_author" content="Google Brain">
+            <meta name="citation_author" content="ATLAS Collaboration">
+            </head><body><article><p>Some words of a paper's landing page, long enough to be read as the article's own text by the extractor.</p></article></body></html>"#;
+        assert_eq!(
+            ok(page, HTML).authors,
+            [
+                "Vaswani, Ashish",
+                "van Beethoven, Ludwig",
+                "Shazeer, Noam",
+                "Google Brain",
+                "ATLAS Collaboration"
+            ]
+        );
     }
 
     /// A text file's control characters go (the index marks matches with two of them), its

@@ -196,6 +196,10 @@ fn entry_of(tags: &[(String, String)]) -> Entry {
 
 /// A RIS name (`Family, Given`, `Family, Given, Suffix`, or one name) as "Family, Given".
 fn person(name: &str) -> Option<String> {
+    // RIS says "Family, Given"; some programs write "Given Family" or "Family GK" anyway.
+    if let Some(turned) = crate::engine::person_name::family_first(name) {
+        return Some(turned);
+    }
     let mut parts = name.split(',').map(str::trim);
     let family = parts.next().unwrap_or_default();
     let given = parts
@@ -398,10 +402,19 @@ mod tests {
     fn dates_names_and_values_over_lines() {
         let e = one(
             "TY  - JOUR\nTI  - A title\n  that goes on\nAU  - King, Martin Luther, Jr.\nAU  - Smith,\n\
-             AU  - \nPY  - 2013///\nY1  - 2013/07\nJO  - J. Things\nT2  - Journal of Things\nER  -\n",
+             AU  - \nAU  - Ada Lovelace\nAU  - Curie M\nAU  - World Health Organization\nPY  - 2013///\nY1  - 2013/07\nJO  - J. Things\nT2  - Journal of Things\nER  -\n",
         );
         assert_eq!(e.title.as_deref(), Some("A title that goes on"));
-        assert_eq!(e.authors, ["King, Martin Luther Jr.", "Smith"]);
+        assert_eq!(
+            e.authors,
+            [
+                "King, Martin Luther Jr.",
+                "Smith",
+                "Lovelace, Ada",
+                "Curie, M.",
+                "World Health Organization"
+            ]
+        );
         assert_eq!(e.issued.as_deref(), Some("2013-07"));
         assert_eq!(
             e.container_title.as_deref(),
