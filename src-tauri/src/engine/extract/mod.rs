@@ -14,6 +14,7 @@ use super::intake::is_bidi_control;
 
 mod article;
 mod decode;
+mod parse;
 mod pdf;
 use article::Attempts;
 pub use decode::decode_html;
@@ -218,11 +219,16 @@ fn extract_html(
     if html.trim().is_empty() {
         return Err(ExtractError::Unparsable(NO_READABLE_TEXT.into()));
     }
-    let dom = dom_query::Document::from(html.as_str());
-    if nested_deeper_than(&dom, MAX_DEPTH) {
-        return Err(ExtractError::Unparsable(format!(
+    let too_deep = || {
+        ExtractError::Unparsable(format!(
             "the page's markup is nested more than {MAX_DEPTH} elements deep"
-        )));
+        ))
+    };
+    // Given up while parsing: html5ever's time grows with the square of the depth. The tree's
+    // own walk then checks what the parse's count could not (nodes it moved).
+    let dom = parse::parse_unless_deeper_than(&html, 2 * MAX_DEPTH).ok_or_else(too_deep)?;
+    if nested_deeper_than(&dom, MAX_DEPTH) {
+        return Err(too_deep());
     }
     let tags = MetaTags::find(&dom);
     if let Some(reason) = block_reason(&dom, &tags, &html) {
