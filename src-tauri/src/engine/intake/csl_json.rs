@@ -6,8 +6,10 @@ use std::fmt;
 use std::io::{BufRead, Read};
 use std::rc::Rc;
 
+use serde::Deserialize as _;
 use serde::Deserializer as _;
-use serde::de::{SeqAccess, Visitor};
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::entry::{Entry, Item};
@@ -32,8 +34,9 @@ pub enum CslJsonError {
 }
 
 /// Read a CSL-JSON file, handing each item to `on_item` in file order. An empty file (or only
-/// whitespace) has no items; JSON that is not an array is an error for the whole file; an
-/// element that is not an object is rejected and the others still come through.
+/// whitespace) has no items; one object is one item; other JSON that is not an array is an
+/// error for the whole file; an element that is not an object is rejected and the others
+/// still come through.
 pub fn read_csl_json<R: BufRead>(
     reader: R,
     mut on_item: impl FnMut(Item),
@@ -50,7 +53,7 @@ pub fn read_csl_json<R: BufRead>(
         on_item: &mut on_item,
         state: &state,
     };
-    let result = de.deserialize_seq(visitor).and_then(|()| de.end());
+    let result = de.deserialize_any(visitor).and_then(|()| de.end());
     match result {
         Ok(()) => Ok(()),
         Err(e) if e.is_eof() && !state.content.get() => Ok(()),
@@ -139,6 +142,14 @@ impl<'de, F: FnMut(Item)> Visitor<'de> for Items<'_, F> {
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an array of CSL-JSON items")
+    }
+
+    /// One item on its own, as citation.js and some DOI resolvers write it.
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
+        let item = Map::deserialize(MapAccessDeserializer::new(map))?;
+        self.state.index.set(1);
+        (self.on_item)(Item::Entry(entry_of(&item)));
+        Ok(())
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
@@ -529,13 +540,26 @@ mod tests {
     #[test]
     fn json_that_is_no_array_is_an_error_for_the_file() {
         assert_eq!(
-            error(r#"{"id": "a"}"#),
-            "not a CSL-JSON file (an array of items): invalid type: map, expected an array of \
-             CSL-JSON items at line 1 column 1"
+            error("\"text\""),
+            "not a CSL-JSON file (an array of items): invalid type: string \"text\", expected an \
+             array of CSL-JSON items at line 1 column 6"
         );
-        assert!(error("\"text\"").contains("invalid type: string"));
         assert!(error("42").contains("expected an array of CSL-JSON items"));
         assert!(error("https://example.com\n").contains("expected value at line 1 column 1"));
+    }
+
+    #[test]
+    fn one_item_on_its_own_is_read_as_a_file_of_one() {
+        let (items, result) = read_bytes(
+            br#"{"id": "k", "type": "article-journal", "title": "Alone", "DOI": "10.1000/one"}"#,
+        );
+        result.expect("one object");
+        let entries = entries(&items);
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].doi.as_deref(), Some("10.1000/one"));
+        assert_eq!(entries[0].title.as_deref(), Some("Alone"));
+        let (_, result) = read_bytes(br#"{"id": "k"} [1]"#);
+        assert!(result.is_err(), "JSON after the object");
     }
 
     #[test]

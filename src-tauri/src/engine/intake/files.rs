@@ -7,7 +7,9 @@ use std::io::{BufReader, Cursor, Read};
 use super::bookmarks::firefox_json::{self, FirefoxBackupError};
 use super::bookmarks::{self, Bookmarks, BookmarksError};
 use super::entries::{self, EntrySource};
-use super::{CHUNK, Found, HEAD_BYTES, Lines, ReferenceFileError, ReferenceFormat, looks_binary};
+use super::{
+    CHUNK, Found, HEAD_BYTES, Lines, ReferenceFileError, ReferenceFormat, looks_binary, utf16,
+};
 
 /// What a file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,18 +86,39 @@ impl<E> From<FileError> for Stopped<E> {
 /// at a time, after the findings already in `found` (a command line's arguments). `take`
 /// empties what it is given. A text file is scanned line by line, a reference file entry by
 /// entry, a bookmark export bookmark by bookmark. Its first 64 KiB decide whether it is text
-/// and what kind.
+/// and what kind; a file in UTF-16 with its byte order mark is read as the same text in UTF-8.
 pub fn read_file<R: Read, E>(
     name: Option<&str>,
     mut reader: R,
+    found: Vec<Found>,
+    take: impl FnMut(&mut Vec<Found>) -> Result<(), E>,
+) -> Result<FileKind, Stopped<E>> {
+    let head = head_of(&mut reader)?;
+    match utf16::by_its_mark(&head) {
+        Some(encoding) => {
+            let mut decoded = utf16::Utf8Of::new(encoding, Cursor::new(head).chain(reader));
+            let head = head_of(&mut decoded)?;
+            read_after(name, head, decoded, found, take)
+        }
+        None => read_after(name, head, reader, found, take),
+    }
+}
+
+/// The first [`HEAD_BYTES`] of `reader`.
+fn head_of(reader: &mut impl Read) -> Result<Vec<u8>, FileError> {
+    let mut head = Vec::with_capacity(HEAD_BYTES);
+    reader.take(HEAD_BYTES as u64).read_to_end(&mut head)?;
+    Ok(head)
+}
+
+/// [`read_file`] once the file is UTF-8 (or bytes), its `head` already read from `reader`.
+fn read_after<R: Read, E>(
+    name: Option<&str>,
+    head: Vec<u8>,
+    reader: R,
     mut found: Vec<Found>,
     mut take: impl FnMut(&mut Vec<Found>) -> Result<(), E>,
 ) -> Result<FileKind, Stopped<E>> {
-    let mut head = Vec::with_capacity(HEAD_BYTES);
-    (&mut reader)
-        .take(HEAD_BYTES as u64)
-        .read_to_end(&mut head)
-        .map_err(FileError::Read)?;
     if looks_binary(&String::from_utf8_lossy(&head)) {
         return Err(FileError::Binary.into());
     }
@@ -260,6 +283,61 @@ mod tests {
         let r = read_file(Some("x.bib"), &b"\0\x01\x02PNG"[..], Vec::new(), |_| {
             Ok::<(), ()>(())
         });
+        assert!(matches!(r, Err(Stopped::File(FileError::Binary))));
+    }
+
+    /// Windows Notepad's "Unicode": a list of links and a BibTeX file, each in UTF-16 with its
+    /// byte order mark, read as the same files in UTF-8 would be.
+    #[test]
+    fn utf16_files_are_read_as_text() {
+        let utf16 = |text: &str, le: bool| -> Vec<u8> {
+            let mut bytes = if le {
+                vec![0xFF, 0xFE]
+            } else {
+                vec![0xFE, 0xFF]
+            };
+            for unit in text.encode_utf16() {
+                bytes.extend(if le {
+                    unit.to_le_bytes()
+                } else {
+                    unit.to_be_bytes()
+                });
+            }
+            bytes
+        };
+        let urls = |name: &str, bytes: &[u8]| {
+            let mut urls = Vec::new();
+            let kind = read_file(Some(name), bytes, Vec::new(), |chunk| {
+                urls.extend(chunk.drain(..).map(|f| match f {
+                    Found::Url { url, .. } => url,
+                    other => format!("{other:?}"),
+                }));
+                Ok::<(), ()>(())
+            })
+            .expect("read as text");
+            (kind, urls)
+        };
+        let links = "https://example.org/café\r\nnot a link\r\nhttps://example.com/a\r\n";
+        for le in [true, false] {
+            let (kind, found) = urls("links.txt", &utf16(links, le));
+            assert_eq!(kind, FileKind::Text);
+            assert_eq!(
+                found,
+                ["https://example.org/caf%C3%A9", "https://example.com/a"]
+            );
+        }
+        let bib = "@article{k, title={Ünïcode}, url={https://example.org/paper}}\n";
+        let (kind, found) = urls("refs.bib", &utf16(bib, true));
+        assert_eq!(kind, FileKind::References(ReferenceFormat::Bibtex));
+        assert_eq!(found.len(), 1, "{found:?}");
+        // Without its mark, UTF-16's NULs still make it binary.
+        let unmarked = &utf16(links, true)[2..];
+        let r = read_file(
+            Some("links.txt"),
+            unmarked,
+            Vec::new(),
+            |_| Ok::<(), ()>(()),
+        );
         assert!(matches!(r, Err(Stopped::File(FileError::Binary))));
     }
 

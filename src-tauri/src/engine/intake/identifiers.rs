@@ -383,12 +383,24 @@ pub fn doi_at(s: &str) -> Option<(String, usize)> {
     let suffix_start = j;
     // The suffix runs to whitespace, to a character beyond ASCII (quotes, dashes), or to one
     // that never ends a DOI in prose.
-    let end = s[j..]
-        .find(|c: char| {
-            !c.is_ascii_graphic()
-                || matches!(c, '"' | '<' | '>' | '{' | '}' | '|' | '\\' | '^' | '`')
-        })
-        .map_or(s.len(), |k| j + k);
+    let stops = |c: char| {
+        !c.is_ascii_graphic() || matches!(c, '"' | '<' | '>' | '{' | '}' | '|' | '\\' | '^' | '`')
+    };
+    let mut end = j;
+    loop {
+        end = s[end..].find(stops).map_or(s.len(), |k| end + k);
+        // A SICI's part in angle brackets (`<249::AID-JBM14>`), as Wiley's DOIs of 1996–2003
+        // have it, belongs to the DOI; other angle brackets delimit it.
+        let Some(inside) = s[end..].strip_prefix('<') else {
+            break;
+        };
+        match inside.find(stops) {
+            Some(k) if inside[k..].starts_with('>') && inside[..k].contains("::") => {
+                end += k + 2;
+            }
+            _ => break,
+        }
+    }
     // A Markdown link whose text is the DOI: `[doi:10.1/x](https://doi.org/10.1/x)`.
     let end = s[j..end].find("](").map_or(end, |k| j + k);
     let mut doi = &s[..end];
@@ -546,6 +558,16 @@ mod tests {
         assert_eq!(ids("see astro-ph/0601001v2."), ["arxiv:astro-ph/0601001v2"]);
         assert!(ids("and/or 1234567").is_empty());
         assert_eq!(ids("0704.0001v1"), ["arxiv:0704.0001v1"]);
+    }
+
+    #[test]
+    fn a_sici_doi_keeps_its_angle_brackets_and_other_angle_brackets_delimit() {
+        let sici = "10.1002/(SICI)1097-4636(199606)31:2<249::AID-JBM14>3.0.CO;2-N";
+        assert_eq!(ids(sici), [format!("doi:{sici}")]);
+        assert_eq!(ids(&format!("doi:{sici}.")), [format!("doi:{sici}")]);
+        assert_eq!(ids("<10.1038/nature12373>"), ["doi:10.1038/nature12373"]);
+        assert_eq!(ids("10.1038/nature12373<br>"), ["doi:10.1038/nature12373"]);
+        assert_eq!(ids("10.1000/a<b::c"), ["doi:10.1000/a"], "never closed");
     }
 
     #[test]

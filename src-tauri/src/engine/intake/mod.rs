@@ -24,6 +24,7 @@ pub mod line_reader;
 pub mod medline;
 pub mod reference_file;
 pub mod ris;
+mod utf16;
 
 pub use entry::{Entry, Item};
 pub use identifiers::Identifier;
