@@ -156,9 +156,10 @@ pub enum Command {
         search: Option<String>,
     },
     /// Search the library: documents ranked by how well they match, with the matched words
-    /// in context. Any text is a query; FTS5 syntax (phrases, `word*`, OR, NEAR) works where it
-    /// parses, and anything else is searched as plain words. `tag:NAME` filters by a tag. A
-    /// query matching more than 10,000 documents is ranked among its 10,000 newest matches.
+    /// in context. Words are all required; "a phrase", `word*` (a prefix), `a OR b` and `-word`
+    /// (without) work, and any other text is read as words, never an error. `tag:NAME` filters
+    /// by a tag. A query matching more than 10,000 documents is ranked among its 10,000 newest
+    /// matches.
     Search {
         /// The words to find; several words are one query.
         #[arg(required = true, value_name = "QUERY")]

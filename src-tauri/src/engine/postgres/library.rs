@@ -4,117 +4,16 @@
 //! Accents are folded in Gleaner, before the text is stored and in each query, as SQLite's
 //! `remove_diacritics` does, so no server extension is needed.
 
-use unicode_normalization::UnicodeNormalization as _;
-
 use super::rows::Conn;
 use super::{Db, transaction};
+use crate::engine::queue::search_query::{SearchQuery, fold};
 use crate::engine::queue::{Hit, Indexed, LibraryQuery, Reindexed, Result};
 use crate::engine::sqlite::search::lead;
 use crate::engine::sqlite::snippet::{CLOSE, OPEN, marked};
 use crate::engine::tags::{clean, key, normalise, split_tag_terms};
 
-/// Lower case, without accents: the form both the index and a query are made of.
-pub(super) fn fold(text: &str) -> String {
-    text.nfd()
-        .filter(|c| !unicode_normalization::char::is_combining_mark(*c))
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
-#[cfg(test)]
-fn tsquery(text: &str) -> Option<String> {
-    parse_query(text).map(|(q, _)| q)
-}
-
 /// A word the snippet marks: folded, and whether it is a prefix.
 type Term = (String, bool);
-
-/// A query in the index's terms (a `tsquery`), and the words a match has: words (all
-/// required), `"a phrase"`, `word*` (a prefix), `OR` between two terms, `-word` (without).
-/// Anything else in the text is a separator, so any text is a query; `None` when no word is
-/// left.
-fn parse_query(text: &str) -> Option<(String, Vec<Term>)> {
-    let folded = fold(text);
-    let mut marks: Vec<Term> = Vec::new();
-    let mut terms: Vec<String> = Vec::new();
-    let mut pending_or = false;
-    let mut chars = folded.chars().peekable();
-    while let Some(&c) = chars.peek() {
-        if c.is_whitespace() {
-            chars.next();
-            continue;
-        }
-        let mut negate = false;
-        let raw: String = if c == '"' {
-            chars.next();
-            let phrase: String = chars.by_ref().take_while(|&c| c != '"').collect();
-            phrase
-        } else {
-            if c == '-' {
-                negate = true;
-                chars.next();
-            }
-            let mut word = String::new();
-            while let Some(&c) = chars.peek() {
-                if c.is_whitespace() {
-                    break;
-                }
-                word.push(c);
-                chars.next();
-            }
-            if word == "or" && !negate {
-                pending_or = !terms.is_empty();
-                continue;
-            }
-            word
-        };
-        let prefix = raw.ends_with('*');
-        let words: Vec<&str> = raw
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .collect();
-        if words.is_empty() {
-            continue;
-        }
-        let last = words.len() - 1;
-        if !negate {
-            marks.extend(
-                words
-                    .iter()
-                    .enumerate()
-                    .map(|(i, w)| (w.to_string(), prefix && i == last)),
-            );
-        }
-        let mut term = words
-            .iter()
-            .enumerate()
-            .map(|(i, w)| {
-                if prefix && i == last {
-                    format!("'{w}':*")
-                } else {
-                    format!("'{w}'")
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(" <-> ");
-        if words.len() > 1 {
-            term = format!("({term})");
-        }
-        if negate {
-            term = format!("!{term}");
-        }
-        match (pending_or, terms.last_mut()) {
-            (true, Some(prev)) => *prev = format!("({prev} | {term})"),
-            _ => terms.push(term),
-        }
-        pending_or = false;
-    }
-    // A query of exclusions alone would match nearly everything: it finds nothing, as in SQLite.
-    if terms.iter().all(|t| t.starts_with('!')) {
-        return None;
-    }
-    Some((terms.join(" & "), marks))
-}
 
 /// Tokens a snippet spans, as SQLite's `snippet(…, 16)` does.
 const SNIPPET_TOKENS: usize = 16;
@@ -333,9 +232,10 @@ pub(super) async fn library(db: &Db, q: &LibraryQuery) -> Result<Vec<Hit>> {
             })
             .collect());
     }
-    let Some((query, terms)) = parse_query(&text) else {
+    let Some(parsed) = SearchQuery::parse(&text) else {
         return Ok(Vec::new());
     };
+    let (query, terms) = (parsed.to_tsquery(), parsed.marks());
     let rows = c
         .query_rows(&ranked_sql(), &[&query, &limit, &host, &q.batch_id, &tags])
         .await?;
@@ -425,31 +325,4 @@ pub(super) async fn set_tags(db: &Db, job_id: i64, tags: &[String]) -> Result<Op
             Some(tags.clone())
         }
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn any_text_is_a_query_of_words() {
-        assert_eq!(
-            tsquery("Café  résumé").as_deref(),
-            Some("'cafe' & 'resume'")
-        );
-        assert_eq!(
-            tsquery("\"deep learning\" OR neural").as_deref(),
-            Some("(('deep' <-> 'learning') | 'neural')")
-        );
-        assert_eq!(
-            tsquery("transl* -draft").as_deref(),
-            Some("'transl':* & !'draft'")
-        );
-        assert_eq!(
-            tsquery("C++ (draft\" NEAR/").as_deref(),
-            Some("'c' & 'draft' & 'near'")
-        );
-        assert_eq!(tsquery("-only"), None);
-        assert_eq!(tsquery("!!! ***"), None);
-    }
 }

@@ -19,6 +19,7 @@ use super::clock::{Millis, Reading};
 use super::policy::{Failure, HostIntervals, NO_INTERVALS, Policy};
 
 mod error;
+pub mod search_query;
 #[cfg(test)]
 pub(crate) mod suite;
 mod types;

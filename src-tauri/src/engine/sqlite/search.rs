@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 use rusqlite::{Transaction, params};
 
 use super::{Store, snippet};
+use crate::engine::queue::search_query::SearchQuery;
 use crate::engine::queue::{Hit, Indexed, LibraryQuery, Reindexed, Result};
 use crate::engine::tags::{clean, key, split_tag_terms};
 
@@ -110,15 +111,6 @@ pub(super) fn index_in(tx: &Transaction<'_>, job_id: i64, doc: &Indexed) -> Resu
         doc.pdf
     ])?;
     Ok(())
-}
-
-/// A query of plain words: each word of `text` a quoted string, so that nothing in it is the
-/// index's syntax (`C++ (draft"`, a lone `NEAR/`, `-`, `:`). The words must all appear.
-fn plain_words(text: &str) -> String {
-    text.split_whitespace()
-        .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// A listing's snippet: the start of the text as plain words ([`snippet::plain`]), cut after
@@ -245,22 +237,18 @@ impl Store {
         if text.is_empty() {
             return Ok(listed(&conn, q.limit, &filters)?);
         }
-        // The query as written, with the index's syntax (phrases, prefixes, OR, NEAR); what
-        // that syntax cannot take is searched as plain words.
-        match ranked(&conn, &text, q.limit, &filters, RANK_WINDOW) {
-            Ok(hits) => Ok(hits),
-            Err(e) if is_query_error(&e) => {
-                tracing::debug!(error = %e, "searching as plain words");
-                Ok(ranked(
-                    &conn,
-                    &plain_words(&text),
-                    q.limit,
-                    &filters,
-                    RANK_WINDOW,
-                )?)
-            }
-            Err(e) => Err(e.into()),
-        }
+        // The same query language as PostgreSQL's, written in FTS5's syntax with every term
+        // quoted, so that no text is an error of the index's own syntax.
+        let Some(parsed) = SearchQuery::parse(&text) else {
+            return Ok(Vec::new());
+        };
+        Ok(ranked(
+            &conn,
+            &parsed.to_fts5(),
+            q.limit,
+            &filters,
+            RANK_WINDOW,
+        )?)
     }
 
     pub fn clear_index(&self) -> Result<()> {
@@ -302,15 +290,6 @@ fn same_file(a: &str, b: &str) -> bool {
             (std::fs::canonicalize(a), std::fs::canonicalize(b)),
             (Ok(x), Ok(y)) if x == y
         )
-}
-
-/// An error of the query text itself (FTS5's "syntax error", "no such column", "unknown
-/// special query"), as opposed to one of the database.
-fn is_query_error(e: &rusqlite::Error) -> bool {
-    matches!(
-        e,
-        rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::Unknown
-    )
 }
 
 #[cfg(test)]

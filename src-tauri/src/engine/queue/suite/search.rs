@@ -187,6 +187,30 @@ super::on_every_backend! {
         );
     }
 
+    /// One query language on both backends. SQLite passed the text to FTS5 as it was: `-word`
+    /// was an error there, searched again as plain words, so it found the pages *with* the
+    /// word; a lower-case `or` was a word a page had to hold.
+    fn exclusions_or_and_numbers_mean_the_same_on_every_backend(s) {
+        let diamond = done(s, "https://a.example/1", "Sensing", "", "quantum diamond sensing");
+        let computing = done(s, "https://a.example/2", "Computing", "", "quantum computing");
+        let pi = done(s, "https://a.example/3", "Pi", "", "pi is 3.14 roughly, or 14 3 read backwards");
+        let cats = done(s, "https://a.example/4", "Cats", "", "cats only");
+        let sorted = |q: &str| {
+            let mut found = ids(&s.search(q, 10).expect(q));
+            found.sort_unstable();
+            found
+        };
+        assert_eq!(sorted("quantum -diamond"), [computing]);
+        assert_eq!(sorted("quantum -\"diamond sensing\""), [computing]);
+        assert_eq!(sorted("cats or computing"), [computing, cats]);
+        assert_eq!(sorted("cats OR computing"), [computing, cats]);
+        assert_eq!(sorted("3.14"), [pi]);
+        assert_eq!(sorted("\"14 3\""), [pi]);
+        assert_eq!(sorted("comput* -sens*"), [computing]);
+        assert!(sorted("-quantum").is_empty(), "exclusions alone find nothing");
+        let _ = diamond;
+    }
+
     fn a_new_version_replaces_the_old_in_the_index_and_a_deleted_job_leaves_it(s) {
         let id = done(
             s,

@@ -1,0 +1,267 @@
+//! What a search query says, the same on both backends: words (all required), `"a phrase"`,
+//! `word*` (a prefix), `OR` between two terms (in any case), `-word` (without). Anything else
+//! in the text is a separator, so any text is a query and none is an error. Each backend
+//! writes it in its index's own syntax: FTS5's for SQLite, a `tsquery` for PostgreSQL.
+
+use unicode_normalization::UnicodeNormalization as _;
+
+/// Lower case, without accents: how PostgreSQL's index and queries are folded (SQLite's FTS5
+/// folds the same way itself, `remove_diacritics`).
+pub fn fold(text: &str) -> String {
+    text.nfd()
+        .filter(|c| !unicode_normalization::char::is_combining_mark(*c))
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// One word, or the words of a phrase in order; the last one a prefix if `prefix`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Term {
+    pub words: Vec<String>,
+    pub prefix: bool,
+    /// The term as written (folded, without a prefix's `*`): PostgreSQL's parser reads it as
+    /// it read the text (`3.14` is one token there, two in FTS5).
+    pub text: String,
+}
+
+/// What a match must have: one of some terms, or not a term.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Clause {
+    AnyOf(Vec<Term>),
+    Not(Term),
+}
+
+/// A query: every clause holds for a match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchQuery {
+    pub clauses: Vec<Clause>,
+}
+
+impl SearchQuery {
+    /// The query `text` asks for, folded; `None` when it has no word a match must have (blank,
+    /// punctuation, or exclusions alone, which would match nearly everything).
+    pub fn parse(text: &str) -> Option<SearchQuery> {
+        let folded = fold(text);
+        let mut clauses: Vec<Clause> = Vec::new();
+        let mut pending_or = false;
+        let mut chars = folded.chars().peekable();
+        while let Some(&c) = chars.peek() {
+            if c.is_whitespace() {
+                chars.next();
+                continue;
+            }
+            let negate = c == '-';
+            if negate {
+                chars.next();
+            }
+            let raw: String = if chars.peek() == Some(&'"') {
+                chars.next();
+                chars.by_ref().take_while(|&c| c != '"').collect()
+            } else {
+                let mut word = String::new();
+                while let Some(&c) = chars.peek() {
+                    if c.is_whitespace() {
+                        break;
+                    }
+                    word.push(c);
+                    chars.next();
+                }
+                if word == "or" && !negate {
+                    pending_or = matches!(clauses.last(), Some(Clause::AnyOf(_)));
+                    continue;
+                }
+                word
+            };
+            let words: Vec<String> = raw
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(str::to_string)
+                .collect();
+            if words.is_empty() {
+                continue;
+            }
+            let prefix = raw.ends_with('*');
+            let term = Term {
+                words,
+                prefix,
+                text: raw.trim_end_matches('*').to_string(),
+            };
+            match (negate, pending_or, clauses.last_mut()) {
+                (true, ..) => clauses.push(Clause::Not(term)),
+                (false, true, Some(Clause::AnyOf(terms))) => terms.push(term),
+                _ => clauses.push(Clause::AnyOf(vec![term])),
+            }
+            pending_or = false;
+        }
+        clauses
+            .iter()
+            .any(|c| matches!(c, Clause::AnyOf(_)))
+            .then_some(SearchQuery { clauses })
+    }
+
+    /// The words a match has, each with whether it is a prefix: what a snippet marks.
+    pub fn marks(&self) -> Vec<(String, bool)> {
+        let mut marks = Vec::new();
+        for clause in &self.clauses {
+            if let Clause::AnyOf(terms) = clause {
+                for term in terms {
+                    let last = term.words.len() - 1;
+                    marks.extend(
+                        term.words
+                            .iter()
+                            .enumerate()
+                            .map(|(i, w)| (w.clone(), term.prefix && i == last)),
+                    );
+                }
+            }
+        }
+        marks
+    }
+
+    /// PostgreSQL's `tsquery` (`to_tsquery('simple', …)`). A term goes as a quoted string,
+    /// which `to_tsquery` runs through the parser that made the index (so `3.14` and `e-mail`
+    /// are found as they were indexed); a prefix goes word by word, its last word marked.
+    pub fn to_tsquery(&self) -> String {
+        let term = |t: &Term| {
+            if !t.prefix {
+                return format!("'{}'", t.text.replace('\\', "\\\\").replace('\'', "''"));
+            }
+            let last = t.words.len() - 1;
+            let words: Vec<String> = t
+                .words
+                .iter()
+                .enumerate()
+                .map(|(i, w)| {
+                    if i == last {
+                        format!("'{w}':*")
+                    } else {
+                        format!("'{w}'")
+                    }
+                })
+                .collect();
+            match words.as_slice() {
+                [one] => one.clone(),
+                _ => format!("({})", words.join(" <-> ")),
+            }
+        };
+        self.clauses
+            .iter()
+            .map(|clause| match clause {
+                Clause::AnyOf(terms) if terms.len() == 1 => term(&terms[0]),
+                Clause::AnyOf(terms) => {
+                    format!(
+                        "({})",
+                        terms.iter().map(term).collect::<Vec<_>>().join(" | ")
+                    )
+                }
+                Clause::Not(t) => format!("!{}", term(t)),
+            })
+            .collect::<Vec<_>>()
+            .join(" & ")
+    }
+
+    /// FTS5's query syntax: each term a quoted phrase, so nothing in it is syntax; FTS5's
+    /// `NOT` is binary, so the exclusions come after everything a match has.
+    pub fn to_fts5(&self) -> String {
+        let term = |t: &Term| {
+            format!(
+                "\"{}\"{}",
+                t.words.join(" "),
+                if t.prefix { "*" } else { "" }
+            )
+        };
+        let mut out = self
+            .clauses
+            .iter()
+            .filter_map(|clause| match clause {
+                Clause::AnyOf(terms) if terms.len() == 1 => Some(term(&terms[0])),
+                Clause::AnyOf(terms) => Some(format!(
+                    "({})",
+                    terms.iter().map(term).collect::<Vec<_>>().join(" OR ")
+                )),
+                Clause::Not(_) => None,
+            })
+            .collect::<Vec<_>>()
+            .join(" AND ");
+        if self.clauses.iter().any(|c| matches!(c, Clause::Not(_))) {
+            out = format!("({out})");
+            for clause in &self.clauses {
+                if let Clause::Not(t) = clause {
+                    out.push_str(" NOT ");
+                    out.push_str(&term(t));
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SearchQuery;
+
+    fn both(text: &str) -> Option<(String, String)> {
+        SearchQuery::parse(text).map(|q| (q.to_tsquery(), q.to_fts5()))
+    }
+
+    #[test]
+    fn any_text_is_a_query_of_words_in_both_syntaxes() {
+        let pair = |ts: &str, fts: &str| Some((ts.to_string(), fts.to_string()));
+        assert_eq!(
+            both("Café  résumé"),
+            pair("'cafe' & 'resume'", "\"cafe\" AND \"resume\"")
+        );
+        assert_eq!(
+            both("\"deep learning\" OR neural or nets"),
+            pair(
+                "('deep learning' | 'neural' | 'nets')",
+                "(\"deep learning\" OR \"neural\" OR \"nets\")"
+            )
+        );
+        assert_eq!(
+            both("transl* -draft -\"old copy\""),
+            pair(
+                "'transl':* & !'draft' & !'old copy'",
+                "(\"transl\"*) NOT \"draft\" NOT \"old copy\""
+            )
+        );
+        assert_eq!(
+            both("C++ (draft\" NEAR/"),
+            pair(
+                "'c++' & '(draft\"' & 'near/'",
+                "\"c\" AND \"draft\" AND \"near\""
+            )
+        );
+        assert_eq!(both("3.14"), pair("'3.14'", "\"3 14\""));
+        assert_eq!(
+            both("o'brien back\\slash"),
+            pair(
+                "'o''brien' & 'back\\\\slash'",
+                "\"o brien\" AND \"back slash\""
+            )
+        );
+        assert_eq!(both("stand*"), pair("'stand':*", "\"stand\"*"));
+        // OR with nothing before it, or after an exclusion, is a word's separator.
+        assert_eq!(both("or cats"), pair("'cats'", "\"cats\""));
+        assert_eq!(
+            both("-dogs or cats"),
+            pair("!'dogs' & 'cats'", "(\"cats\") NOT \"dogs\"")
+        );
+        assert_eq!(both("-only"), None);
+        assert_eq!(both("!!! ***"), None);
+        assert_eq!(both("   "), None);
+    }
+
+    #[test]
+    fn marks_are_the_words_a_match_has() {
+        let q = SearchQuery::parse("\"deep learn*\" -draft net").expect("query");
+        assert_eq!(
+            q.marks(),
+            [
+                ("deep".to_string(), false),
+                ("learn".to_string(), true),
+                ("net".to_string(), false)
+            ]
+        );
+    }
+}
