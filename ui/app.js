@@ -73,6 +73,7 @@ function localTime(iso) {
 
 const counts = $('counts');
 const queueState = $('queue-state');
+const queueSpoken = $('queue-state-spoken');
 const queuePlace = $('queue-place');
 let wasStalled = false;
 const pauseButton = $('pause-queue');
@@ -110,12 +111,19 @@ function renderStats(stats) {
   queuePlace.textContent = place;
   queuePlace.title = place ? 'This window works on the lab\'s shared PostgreSQL queue and library (Settings → Shared database).' : '';
   queuePlace.hidden = !place;
+  // Each note as shown, and as spoken: without its countdown, so that the live region changes
+  // only when the queue's state does.
   const notes = [];
-  if (stats.notice) notes.push(String(stats.notice));
+  const note = (shown, spoken = shown) => notes.push({ shown, spoken });
+  if (stats.notice) note(String(stats.notice));
   const stalled = stats.stalled;
   queueState.classList.toggle('queue-stalled', Boolean(stalled || stats.notice));
   if (stalled) {
-    notes.push(`Paused: ${String(stalled.reason)}. No fetch starts and no retry is spent; Gleaner checks again by itself (next ${countdown(stalled.next_probe_at)}) and goes on once this is fixed.`);
+    const reason = String(stalled.reason);
+    note(
+      `Paused: ${reason}. No fetch starts and no retry is spent; Gleaner checks again by itself (next ${countdown(stalled.next_probe_at)}) and goes on once this is fixed.`,
+      `Paused: ${reason}. No fetch starts and no retry is spent; Gleaner checks again by itself and goes on once this is fixed.`,
+    );
   }
   // The footer says it too, once, so it never keeps saying "Ready." over a stopped queue.
   if (Boolean(stalled) !== wasStalled) {
@@ -123,24 +131,27 @@ function renderStats(stats) {
     say(stalled ? `Paused: ${String(stalled.reason)}.` : 'Going on: there is room again.', Boolean(stalled));
   }
   if (stats.offline) {
-    notes.push(`Offline: ${String(stats.offline.reason)}. Nothing is fetched and no retries are spent until the network is back; next check ${countdown(stats.offline.next_probe_at)}.`);
+    const offline = `Offline: ${String(stats.offline.reason)}. Nothing is fetched and no retries are spent until the network is back`;
+    note(`${offline}; next check ${countdown(stats.offline.next_probe_at)}.`, `${offline}.`);
   }
-  if (queuePaused) notes.push('Queue paused: no fetch starts until you resume.');
+  if (queuePaused) note('Queue paused: no fetch starts until you resume.');
   if (Number(stats.waiting) > 0 && stats.next_retry_at) {
-    notes.push(`${plural(Number(stats.waiting), 'job')} backing off, next ${countdown(stats.next_retry_at)}`);
+    note(`${plural(Number(stats.waiting), 'job')} backing off, next ${countdown(stats.next_retry_at)}`, 'Jobs backing off before a retry');
   }
   const paused = Array.isArray(stats.paused_hosts) ? stats.paused_hosts : [];
   pausedHosts = new Set(paused.map((h) => String(h.host)));
   if (shown) renderHostPause(shown.job.host);
   if (paused.length > 0) {
-    notes.push(`Paused hosts: ${paused.map((h) => String(h.host)).join(', ')}`);
+    note(`Paused hosts: ${paused.map((h) => String(h.host)).join(', ')}`);
   }
   const throttled = Array.isArray(stats.throttled_hosts) ? stats.throttled_hosts : [];
   if (throttled.length > 0) {
-    notes.push(`Slowed after rate limits: ${throttled.map((h) => `${h.host} (${h.concurrency_limit})`).join(', ')}`);
+    note(`Slowed after rate limits: ${throttled.map((h) => `${h.host} (${h.concurrency_limit})`).join(', ')}`);
   }
-  queueState.textContent = notes.join(' · ');
+  queueState.textContent = notes.map((n) => n.shown).join(' · ');
   queueState.hidden = notes.length === 0;
+  const spoken = notes.map((n) => n.spoken).join(' · ');
+  if (queueSpoken.textContent !== spoken) queueSpoken.textContent = spoken;
 }
 
 async function refreshStats() {

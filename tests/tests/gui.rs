@@ -1363,6 +1363,20 @@ fn the_keyboard_alone_reaches_a_dead_job_and_retries_it() {
             "the details of the dead job",
         )
         .await;
+        // A selectable row means something to a screen reader in a grid, not a plain table;
+        // the views are the tabs' panels, inside the page's one main landmark.
+        let roles = s
+            .js(
+                "const main = document.querySelectorAll('main');\
+                 return [document.getElementById('jobs').getAttribute('role'),\
+                   document.activeElement.getAttribute('aria-selected'),\
+                   document.getElementById('jobs-view').getAttribute('role'),\
+                   document.getElementById('library-view').getAttribute('role'),\
+                   main.length, main[0].contains(document.getElementById('library-view'))];",
+                vec![],
+            )
+            .await;
+        assert_eq!(roles, json!(["grid", "true", "tabpanel", "tabpanel", 1, true]));
         press(&s, ENTER).await;
         assert_eq!(focused(&s).await, "d-retry");
         press(&s, ENTER).await;
@@ -2285,7 +2299,7 @@ fn a_full_disk_pauses_the_window_with_its_reason_and_it_goes_on_once_there_is_ro
         .await;
         let role = s
             .js(
-                "return document.getElementById('queue-state').getAttribute('role');",
+                "return document.getElementById('queue-state-spoken').getAttribute('role');",
                 vec![],
             )
             .await;
@@ -2319,11 +2333,22 @@ fn a_full_disk_pauses_the_window_with_its_reason_and_it_goes_on_once_there_is_ro
         );
         s.screenshot("disk-full-light").await;
         nothing_shows_as_running(&s).await;
+        // What a screen reader hears: the pause, said once, without the line's countdown.
+        let spoken = spoken_state(&s).await;
+        assert!(
+            spoken.starts_with("Paused: ") && !spoken.contains("next in"),
+            "{spoken:?}"
+        );
         // Stay full over several failed probes (after 1 s, 2 s, 4 s): still one notification.
         let full_for = Duration::from_secs(8);
         tokio::time::sleep(full_for.saturating_sub(stalled_at.elapsed())).await;
         let line = s.text("queue-state").await;
         assert!(line.starts_with("Paused: "), "still paused: {line}");
+        assert_eq!(
+            spoken_state(&s).await,
+            spoken,
+            "the live region is not rewritten while the pause lasts"
+        );
         let paused = paused_notifications(&s);
         assert_eq!(paused.len(), 1, "{:?}", s.notifications());
         assert!(
@@ -2438,4 +2463,17 @@ fn a_full_disk_pauses_the_window_with_its_reason_and_it_goes_on_once_there_is_ro
         s.finish().await;
         eprintln!("took {:?}", began.elapsed());
     });
+}
+
+/// What the queue's live region holds: it is visually hidden, so it is read from the page, not
+/// as WebDriver reads a rendered element.
+async fn spoken_state(s: &DesktopSession) -> String {
+    s.js(
+        "return document.getElementById('queue-state-spoken').textContent;",
+        vec![],
+    )
+    .await
+    .as_str()
+    .unwrap_or_default()
+    .to_string()
 }
