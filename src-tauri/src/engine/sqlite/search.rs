@@ -71,6 +71,15 @@ pub(super) const RANK_WINDOW: i64 = 10_000;
 const WINDOW_SQL: &str =
     "SELECT rowid FROM search WHERE search MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET ?2";
 
+/// The same among the matches a filter lets through: counted over all matches, a host's or a
+/// tag's older documents fell outside the window of a common word and were never found.
+static WINDOW_FILTERED_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT s.rowid FROM search s JOIN jobs j ON j.id = s.rowid \
+         WHERE search MATCH ?1 AND {FILTERS} ORDER BY s.rowid DESC LIMIT 1 OFFSET ?2"
+    )
+});
+
 /// Every document, newest job first: `library_meta` has a row per document, walked by its key.
 /// Only the start of each text is read for its snippet; ?1 (the text) is none.
 static LISTED_SQL: LazyLock<String> = LazyLock::new(|| {
@@ -192,16 +201,24 @@ fn ranked(
     f: &Filters<'_>,
     window: i64,
 ) -> rusqlite::Result<Vec<Hit>> {
-    let from: i64 = match conn
-        .prepare_cached(WINDOW_SQL)?
-        .query_row(params![text, window - 1], |r| r.get(0))
-    {
-        Ok(id) => id,
-        Err(rusqlite::Error::QueryReturnedNoRows) => i64::MIN,
-        Err(e) => return Err(e),
-    };
     let keys = serde_json::to_string(&f.tags).unwrap_or_else(|_| "[]".into());
     let unfiltered = f.host.is_none() && f.batch_id.is_none() && f.tags.is_empty();
+    let first = |found: rusqlite::Result<i64>| match found {
+        Err(rusqlite::Error::QueryReturnedNoRows) => Ok(i64::MIN),
+        other => other,
+    };
+    let mut from = first(
+        conn.prepare_cached(WINDOW_SQL)?
+            .query_row(params![text, window - 1], |r| r.get(0)),
+    )?;
+    // The filter's walk joins each match to its job: only a query with more matches than the
+    // window pays for it.
+    if from != i64::MIN && !unfiltered {
+        from = first(conn.prepare_cached(&WINDOW_FILTERED_SQL)?.query_row(
+            params![text, window - 1, f.host, f.batch_id, f.tags.len(), keys],
+            |r| r.get(0),
+        ))?;
+    }
     let sql = if unfiltered {
         &RANKED_SQL
     } else {
@@ -322,6 +339,31 @@ mod tests {
         let mut got = ids(&windowed);
         got.sort_unstable();
         assert_eq!(got, newer[1..], "only the three newest matches are ranked");
+    }
+
+    #[test]
+    fn a_filtered_query_counts_its_window_among_the_matches_it_lets_through() {
+        let s = Store::open_in_memory().expect("store");
+        let thesis: Vec<i64> = (0..2)
+            .map(|n| tagged(&s, &format!("https://a.example/t{n}"), &["thesis"], "a river"))
+            .collect();
+        for n in 0..5 {
+            tagged(&s, &format!("https://b.example/{n}"), &[], "a river");
+        }
+        let conn = s.conn().expect("conn");
+        let f = Filters {
+            host: None,
+            batch_id: None,
+            tags: vec!["thesis".into()],
+        };
+        let mut got = ids(&ranked(&conn, "river", 10, &f, 2).expect("search"));
+        got.sort_unstable();
+        assert_eq!(got, thesis, "both older thesis documents, though 5 newer matches exist");
+        let host = Filters {
+            host: Some("a.example"),
+            ..f
+        };
+        assert_eq!(ranked(&conn, "river", 10, &host, 2).expect("host").len(), 2);
     }
 
     #[test]
