@@ -205,6 +205,8 @@ function mergeSummary(into, r) {
   into.binary_files += r.binary_files;
   into.skipped_lines.push(...r.skipped_lines.slice(0, Math.max(0, REJECTED_SHOWN - into.skipped_lines.length)));
   into.refetch.push(...r.refetch);
+  into.tagged += r.tagged;
+  into.untagged_lines.push(...r.untagged_lines.slice(0, Math.max(0, REJECTED_SHOWN - into.untagged_lines.length)));
   into.rejected_lines.push(...r.rejected_lines.slice(0, Math.max(0, REJECTED_SHOWN - into.rejected_lines.length)));
   return into;
 }
@@ -267,7 +269,9 @@ async function addNow(text, source, files) {
       if (file.size > PIECE_BYTES && !whole) await addBigFile(file, source, result);
     }
     addSummary.textContent = `${plural(result.queued, 'link')} queued, `
-      + `${plural(result.duplicates, 'duplicate')}, ${result.rejected.toLocaleString()} rejected`
+      + `${plural(result.duplicates, 'duplicate')}`
+      + (result.tagged > 0 ? ` (${result.tagged.toLocaleString()} with new tags)` : '')
+      + `, ${result.rejected.toLocaleString()} rejected`
       + (result.skipped > 0 ? `, ${result.skipped.toLocaleString()} skipped.` : '.');
     // A paste or drop on the Library view: the summary under the box is out of sight there.
     if (libraryShown()) say(addSummary.textContent);
@@ -285,6 +289,8 @@ async function addNow(text, source, files) {
     }
     // Skipped items (a bookmarklet, a smart folder) are said, but they are not errors.
     shown.push(...result.skipped_lines.slice(0, REJECTED_SHOWN).map((r) => el('li', 'skipped', `skipped ${r.input}: ${r.reason}`)));
+    // A duplicate's new tags that could not be added (its job was being fetched) are said too.
+    shown.push(...result.untagged_lines.slice(0, REJECTED_SHOWN).map((r) => el('li', 'skipped', `tags not added to ${r.input}: ${r.reason}`)));
     rejectedList.replaceChildren(...shown);
     // Only the box's own text leaves it: a Ctrl+V elsewhere keeps the draft there.
     if (source === 'paste' && result.rejected === 0 && urls.value === text) {

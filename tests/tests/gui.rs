@@ -435,6 +435,32 @@ fn dropped_links_and_bookmark_files_are_queued() {
             "the bookmark's folder and tag",
         )
         .await;
+        // The bookmarks exported again with A in a folder: A is a duplicate that brings a tag.
+        let refiled = format!(
+            "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL><p>\n<DT><H3>Reading</H3>\n<DL><p>\n\
+             <DT><A HREF=\"{}\">A</A>\n</DL><p>\n</DL>\n",
+            server.url("/page?title=Bookmark%20A"),
+        );
+        s.js(
+            "const dt = new DataTransfer();\
+             dt.items.add(new File([arguments[0]], 'bookmarks.html', { type: 'text/html' }));\
+             document.body.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));",
+            vec![json!(refiled)],
+        )
+        .await;
+        s.wait_text(
+            "add-summary",
+            |t| t == "0 links queued, 1 duplicate (1 with new tags), 0 rejected.",
+            "the refiled drop summary",
+        )
+        .await;
+        let a = rows
+            .iter()
+            .find(|r| col(r, "Title") == "Bookmark A")
+            .expect("bookmark A");
+        select_row(&s, &a["id"]).await;
+        s.wait_text("d-tags", |t| t == "Reading", "the new folder as a tag")
+            .await;
         s.finish().await;
     });
 }
@@ -1376,7 +1402,10 @@ fn the_keyboard_alone_reaches_a_dead_job_and_retries_it() {
                 vec![],
             )
             .await;
-        assert_eq!(roles, json!(["grid", "true", "tabpanel", "tabpanel", 1, true]));
+        assert_eq!(
+            roles,
+            json!(["grid", "true", "tabpanel", "tabpanel", 1, true])
+        );
         press(&s, ENTER).await;
         assert_eq!(focused(&s).await, "d-retry");
         press(&s, ENTER).await;

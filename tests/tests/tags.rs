@@ -207,4 +207,31 @@ fn keywords_and_folders_are_tags_that_filter_search_and_are_set_by_hand() {
         Some(json!(["x", "Two words", "y"]))
     );
     assert_eq!(search(&sb, "tag:y flood").len(), 1);
+
+    // The bookmarks exported again after the link moved to another folder: the duplicate's
+    // new folder is added to its job and its document, and the line says so.
+    std::fs::write(
+        &bookmarks,
+        format!(
+            "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<TITLE>Bookmarks</TITLE>\n<H1>Bookmarks</H1>\n\
+             <DL><p>\n    <DT><H3>Field work</H3>\n    <DL><p>\n        \
+             <DT><A HREF=\"{rivers}\">Braided rivers</A>\n    </DL><p>\n</DL><p>\n"
+        ),
+    )
+    .expect("bookmarks");
+    let again = succeed(&sb, &["add", "--file", bookmarks.to_str().expect("path")]);
+    assert!(
+        again.contains("duplicate 2 ") && again.contains("(done; tags added: Field work;"),
+        "{again}"
+    );
+    assert_eq!(
+        succeed(&sb, &["tags", "2"]).trim(),
+        "job 2: x, Two words, y, Field work"
+    );
+    assert_eq!(
+        front_matter_tags(&refetched),
+        Some(json!(["x", "Two words", "y", "Field work"]))
+    );
+    let same = succeed(&sb, &["add", "--file", bookmarks.to_str().expect("path")]);
+    assert!(!same.contains("tags added"), "nothing new: {same}");
 }

@@ -584,7 +584,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             file,
             batch,
             refetch,
-        } => add(&*store, &policy, urls, file, batch, refetch, now),
+        } => add(
+            &*store,
+            &Library::new(data_dir.join("library")),
+            &policy,
+            urls,
+            file,
+            batch,
+            refetch,
+            now,
+        ),
         Command::Export {
             format,
             output,
@@ -648,8 +657,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 /// reference file (BibTeX, RIS, CSL-JSON, MEDLINE) or a bookmark export. Findings are queued and printed
 /// a chunk at a time, in input order, so a 100 MB file of junk needs no more memory than a
 /// short one (BENCHMARKS.md, "Intake of a large file").
+#[allow(clippy::too_many_arguments)]
 fn add(
     store: &dyn Queue,
+    library: &Library,
     policy: &Policy,
     urls: Vec<String>,
     file: Option<String>,
@@ -664,7 +675,8 @@ fn add(
         None => "cli",
     };
     let name = batch.unwrap_or_else(|| format!("{source} {}", rfc3339(now)));
-    let mut intake = intake::Intake::new(store, name, source, policy.max_retries, now, None);
+    let mut intake = intake::Intake::new(store, name, source, policy.max_retries, now, None)
+        .with_library(library);
     let (mut seen, mut rejected) = (0usize, 0usize);
     // Buffered: a file of a million rejected lines was a million writes. Each chunk's lines
     // are written out once the chunk is queued.
@@ -727,6 +739,19 @@ fn report_added(
     out: &mut impl std::io::Write,
 ) -> anyhow::Result<usize> {
     let mut results = intake.enqueue(found)?.into_iter();
+    let brought: std::collections::HashMap<i64, intake::BroughtTags> = intake
+        .take_brought()
+        .into_iter()
+        .map(|b| (b.id, b))
+        .collect();
+    // What became of the tags a duplicate brought, after its status.
+    let tags_note = |id: i64| match brought.get(&id) {
+        Some(b) => match &b.refused {
+            None => format!("; tags added: {}", b.tags.join(", ")),
+            Some(why) => format!("; its tags {} were not added: {why}", b.tags.join(", ")),
+        },
+        None => String::new(),
+    };
     let mut rejected = 0;
     for f in found {
         match f {
@@ -738,17 +763,18 @@ fn report_added(
                     let url = printable(&url);
                     let finished =
                         matches!(status, Status::Done | Status::Dead | Status::Cancelled);
+                    let tags = tags_note(id);
                     if refetch && finished {
                         store.retry(&[id], policy.max_retries, now)?;
-                        writeln!(out, "refetch {id} {url} (was {})", status.as_str())?;
+                        writeln!(out, "refetch {id} {url} (was {}{tags})", status.as_str())?;
                     } else if finished {
                         writeln!(
                             out,
-                            "duplicate {id} {url} ({}; add --refetch to fetch it again)",
+                            "duplicate {id} {url} ({}{tags}; add --refetch to fetch it again)",
                             status.as_str()
                         )?;
                     } else {
-                        writeln!(out, "duplicate {id} {url} ({})", status.as_str())?;
+                        writeln!(out, "duplicate {id} {url} ({}{tags})", status.as_str())?;
                     }
                 }
                 None => {}

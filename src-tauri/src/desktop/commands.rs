@@ -12,6 +12,7 @@ use tauri::{Runtime, State};
 use super::DesktopState;
 use crate::engine::clock::{Clock as _, SystemClock};
 use crate::engine::intake::{self, Found};
+use crate::engine::library::Library;
 use crate::engine::policy::{self, HostIntervals, Policy, Services};
 use crate::engine::queue::{
     ActionResult, Attempt, BatchInfo, Enqueued, HostCount, Job, JobFilter, Queue, QueueError,
@@ -122,6 +123,10 @@ pub struct AddSummary {
     skipped_lines: Vec<Rejected>,
     /// Duplicates already fetched: "fetch again" retries them.
     refetch: Vec<i64>,
+    /// Duplicates whose job got tags it lacked (a bookmark folder, an entry's keywords).
+    tagged: u64,
+    /// Duplicates whose new tags could not be added, each with why.
+    untagged_lines: Vec<Rejected>,
     /// Dropped files refused whole as binary data (the page stops sending the rest of one).
     binary_files: u64,
 }
@@ -155,6 +160,18 @@ impl AddSummary {
                         self.refetch.push(id);
                     }
                 }
+            }
+        }
+        for b in intake.take_brought() {
+            match b.refused {
+                None => self.tagged += 1,
+                Some(reason) if self.untagged_lines.len() < REJECTED_SENT => {
+                    self.untagged_lines.push(Rejected {
+                        input: format!("job {} (tags {})", b.id, b.tags.join(", ")),
+                        reason,
+                    });
+                }
+                Some(_) => {}
             }
         }
         for f in found.drain(..) {
@@ -194,13 +211,14 @@ pub async fn add_urls(
     batch: Option<i64>,
     state: State<'_, DesktopState>,
 ) -> Result<AddSummary, String> {
+    let library = Library::new(state.library_root.clone());
     write_then_wake(&state, move |store, worker| {
         add_found(
             &text,
             &source,
             files.unwrap_or_default(),
             batch,
-            store,
+            (store, &library),
             worker,
         )
     })
@@ -212,7 +230,7 @@ fn add_found(
     source: &str,
     files: Vec<DroppedFile>,
     batch: Option<i64>,
-    store: &dyn Queue,
+    (store, library): (&dyn Queue, &Library),
     worker: &Worker,
 ) -> Result<AddSummary, String> {
     let source = if source == "drop" { "drop" } else { "paste" };
@@ -220,7 +238,8 @@ fn add_found(
     let fail = store_error("Could not add to the queue");
     let name = format!("{source} {}", rfc3339(now));
     let max_retries = worker.policy().max_retries;
-    let mut intake = intake::Intake::new(store, name, source, max_retries, now, batch);
+    let mut intake =
+        intake::Intake::new(store, name, source, max_retries, now, batch).with_library(library);
     let mut summary = AddSummary::default();
     let files_len: usize = files.iter().map(|f| f.text.len()).sum();
     // Line by line and a chunk at a time, as `gleaner add --file` reads: neither the

@@ -263,6 +263,32 @@ pub fn set_tags(
     }
 }
 
+/// Tags a link brings again (a bookmark export imported after its folders changed, a `.bib`
+/// with new keywords) added to its job, as [`set_tags`] sets them: the tags the job lacks, in
+/// the order they came; none when it has them all. A job being fetched is refused, as by hand.
+pub fn add_brought(
+    store: &dyn Queue,
+    library: &Library,
+    job_id: i64,
+    brought: &[String],
+) -> Result<Vec<String>, TagsError> {
+    let had = store.job_tags(job_id)?;
+    let keys: HashSet<String> = had.iter().map(|t| key(t)).collect();
+    let new: Vec<String> = normalise(brought)
+        .into_iter()
+        .filter(|t| !keys.contains(&key(t)))
+        .collect();
+    if new.is_empty() || had.len() >= MAX_TAGS {
+        return Ok(Vec::new());
+    }
+    let all: Vec<String> = had.into_iter().chain(new).collect();
+    let kept = set_tags(store, library, job_id, &all)?;
+    Ok(kept
+        .into_iter()
+        .filter(|t| !keys.contains(&key(t)))
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -433,6 +459,88 @@ mod tests {
             .expect("complete")
             .expect("done");
         c.job_id
+    }
+
+    /// A link queued again with tags its job lacks (a bookmark export imported after its
+    /// folders changed) adds them to the job and its document; tags it has, in any case, add
+    /// nothing; a job being fetched is refused, as by hand.
+    #[test]
+    fn tags_a_duplicate_brings_are_added_to_its_job_and_its_document() {
+        use crate::engine::intake::{Found, Intake};
+        use crate::engine::queue::Reference;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("library");
+        let lib = Library::new(&root);
+        let store = crate::engine::sqlite::Store::open(&dir.path().join("g.db")).expect("store");
+        let doc = root.join("a.example/a-1-01234567.md");
+        let id = done_with_document(&store, "https://a.example/1", &doc);
+        set_tags(&store, &lib, id, &strings(&["Rivers"])).expect("set");
+        let bookmark = |url: &str, tags: &[&str]| Found::Url {
+            input: url.into(),
+            url: url.into(),
+            key: url.into(),
+            host: "a.example".into(),
+            reference: Some(Box::new(Reference {
+                tags: strings(tags),
+                ..Reference::default()
+            })),
+        };
+        let mut intake =
+            Intake::new(&store, "again".into(), "file", 5, 10, None).with_library(&lib);
+        intake
+            .enqueue(&[bookmark(
+                "https://a.example/1",
+                &["rivers", "Thesis/Chapter 2"],
+            )])
+            .expect("enqueue");
+        let brought = intake.take_brought();
+        assert_eq!(brought.len(), 1, "{brought:?}");
+        assert_eq!((brought[0].id, brought[0].refused.as_deref()), (id, None));
+        assert_eq!(brought[0].tags, ["Thesis/Chapter 2"]);
+        assert_eq!(
+            store.job_tags(id).expect("tags"),
+            ["Rivers", "Thesis/Chapter 2"]
+        );
+        let text = std::fs::read_to_string(&doc).expect("read");
+        assert!(
+            text.contains("tags: [\"Rivers\",\"Thesis/Chapter 2\"]"),
+            "{text}"
+        );
+        // Nothing new: nothing written, nothing said.
+        intake
+            .enqueue(&[bookmark("https://a.example/1", &["THESIS/chapter 2"])])
+            .expect("enqueue");
+        assert!(intake.take_brought().is_empty());
+        // Without a library, as before: the duplicate's tags are left.
+        let mut plain = Intake::new(&store, "plain".into(), "file", 5, 11, None);
+        plain
+            .enqueue(&[bookmark("https://a.example/1", &["other"])])
+            .expect("enqueue");
+        assert_eq!(
+            store.job_tags(id).expect("tags"),
+            ["Rivers", "Thesis/Chapter 2"]
+        );
+        // A job being fetched keeps its tags, and the intake says why.
+        intake
+            .enqueue(&[bookmark("https://a.example/2", &[])])
+            .expect("enqueue");
+        let running = store
+            .claim("w", 12, std::time::Duration::from_secs(60), 8)
+            .expect("claim")
+            .expect("job");
+        intake
+            .enqueue(&[bookmark("https://a.example/2", &["late"])])
+            .expect("enqueue");
+        let brought = intake.take_brought();
+        assert_eq!(brought.len(), 1, "{brought:?}");
+        assert!(
+            brought[0]
+                .refused
+                .as_deref()
+                .is_some_and(|r| r.contains("being fetched")),
+            "{brought:?}"
+        );
+        assert!(store.job_tags(running.job_id).expect("tags").is_empty());
     }
 
     #[test]

@@ -243,6 +243,17 @@ pub struct Intake<'a> {
     max_retries: u32,
     now: Millis,
     batch: Option<i64>,
+    library: Option<&'a crate::engine::library::Library>,
+    brought: Vec<BroughtTags>,
+}
+
+/// Tags a duplicate brought that its job lacked: added, or why not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BroughtTags {
+    pub id: i64,
+    pub tags: Vec<String>,
+    /// Why they were not added (the job is being fetched, its document cannot be written).
+    pub refused: Option<String>,
 }
 
 impl<'a> Intake<'a> {
@@ -262,7 +273,22 @@ impl<'a> Intake<'a> {
             max_retries,
             now,
             batch,
+            library: None,
+            brought: Vec::new(),
         }
+    }
+
+    /// Tags that a duplicate link brings (its bookmark folder, its entry's keywords) and its
+    /// job lacks are added to the job and its document in `library`. Without a library they
+    /// are left, as before.
+    pub fn with_library(mut self, library: &'a crate::engine::library::Library) -> Self {
+        self.library = Some(library);
+        self
+    }
+
+    /// What became of the tags duplicates brought since the last call.
+    pub fn take_brought(&mut self) -> Vec<BroughtTags> {
+        std::mem::take(&mut self.brought)
     }
 
     /// The batch the jobs went into, once one was made.
@@ -276,15 +302,48 @@ impl<'a> Intake<'a> {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
+        let results = self.enqueue_jobs(&jobs)?;
+        if let Some(library) = self.library {
+            for (job, result) in jobs.iter().zip(&results) {
+                let (Enqueued::Duplicate { id, .. }, Some(reference)) = (result, &job.reference)
+                else {
+                    continue;
+                };
+                if reference.tags.is_empty() {
+                    continue;
+                }
+                let outcome =
+                    crate::engine::tags::add_brought(self.store, library, *id, &reference.tags);
+                match outcome {
+                    Ok(added) if added.is_empty() => {}
+                    Ok(added) => self.brought.push(BroughtTags {
+                        id: *id,
+                        tags: added,
+                        refused: None,
+                    }),
+                    // The queue itself failing stops the intake, as it would the next chunk.
+                    Err(crate::engine::tags::TagsError::Queue(e)) => return Err(e),
+                    Err(e) => self.brought.push(BroughtTags {
+                        id: *id,
+                        tags: reference.tags.clone(),
+                        refused: Some(e.to_string()),
+                    }),
+                }
+            }
+        }
+        Ok(results)
+    }
+
+    fn enqueue_jobs(&mut self, jobs: &[NewJob]) -> Result<Vec<Enqueued>, QueueError> {
         match self.batch {
             Some(id) => self
                 .store
-                .enqueue(Some(id), &jobs, self.max_retries, self.now),
+                .enqueue(Some(id), jobs, self.max_retries, self.now),
             None => {
                 let (batch, results) = self.store.enqueue_batch(
                     &self.name,
                     self.source,
-                    &jobs,
+                    jobs,
                     self.max_retries,
                     self.now,
                 )?;

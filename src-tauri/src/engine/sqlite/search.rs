@@ -345,7 +345,14 @@ mod tests {
     fn a_filtered_query_counts_its_window_among_the_matches_it_lets_through() {
         let s = Store::open_in_memory().expect("store");
         let thesis: Vec<i64> = (0..2)
-            .map(|n| tagged(&s, &format!("https://a.example/t{n}"), &["thesis"], "a river"))
+            .map(|n| {
+                tagged(
+                    &s,
+                    &format!("https://a.example/t{n}"),
+                    &["thesis"],
+                    "a river",
+                )
+            })
             .collect();
         for n in 0..5 {
             tagged(&s, &format!("https://b.example/{n}"), &[], "a river");
@@ -358,7 +365,10 @@ mod tests {
         };
         let mut got = ids(&ranked(&conn, "river", 10, &f, 2).expect("search"));
         got.sort_unstable();
-        assert_eq!(got, thesis, "both older thesis documents, though 5 newer matches exist");
+        assert_eq!(
+            got, thesis,
+            "both older thesis documents, though 5 newer matches exist"
+        );
         let host = Filters {
             host: Some("a.example"),
             ..f
