@@ -801,6 +801,23 @@ fn a_dead_link_without_an_archived_copy_dies_saying_so() {
     assert!(error.contains("no archived copy"), "{error}");
 }
 
+/// A dead link with a user name and password in it: the archive is asked about the page, not
+/// told the password, and no stored error or log line holds it either.
+#[test]
+fn the_archive_is_never_told_a_links_password() {
+    let fakes = Fakes::start();
+    let link = fakes.publisher.url("/private/gone");
+    let with_password = link.replacen("://", "://bob:hunter2@", 1);
+    let sb = Sandbox::new();
+    add(&sb, &[&with_password]);
+    let log = fakes.run(&sb, &["--wayback-fallback", "true"]);
+    assert_eq!(fakes.wayback.asked_about(), [link.as_str()]);
+    let j = job(&sb, 1);
+    assert_eq!(j["status"], "dead", "{j}");
+    let said = format!("{} {} {log}", j["error"], j["history"]);
+    assert!(!said.contains("hunter2"), "{said}");
+}
+
 /// The fallback is off unless asked for: a 404 dies after its one attempt and the Wayback
 /// Machine hears nothing.
 #[test]

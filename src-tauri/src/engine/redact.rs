@@ -12,10 +12,45 @@ pub fn url(url: &str) -> Cow<'_, str> {
 /// of every URL in it removed: `scheme://user:pass@host` becomes `scheme://host`.
 pub fn text(text: &str) -> Cow<'_, str> {
     let without_users = users(text);
-    match query_passwords(&without_users) {
+    let without_encoded = match encoded_users(&without_users) {
         Cow::Borrowed(_) => without_users,
         Cow::Owned(s) => Cow::Owned(s),
+    };
+    match query_passwords(&without_encoded) {
+        Cow::Borrowed(_) => without_encoded,
+        Cow::Owned(s) => Cow::Owned(s),
     }
+}
+
+/// A URL inside another's query, percent-encoded (`?url=http%3A%2F%2Fuser%3Apass%40host`, as
+/// a lookup service is asked about a page): its user and password go too.
+fn encoded_users(text: &str) -> Cow<'_, str> {
+    const SEP: &str = "%3a%2f%2f";
+    let lower = text.to_ascii_lowercase();
+    if !lower.contains(SEP) || !lower.contains("%40") {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut from = 0;
+    while let Some(found) = lower[from..].find(SEP) {
+        let authority_start = from + found + SEP.len();
+        out.push_str(&text[from..authority_start]);
+        // The encoded authority ends at an encoded `/`, `?` or `#`, or where the parameter does.
+        let rest = &lower[authority_start..];
+        let end = ["%2f", "%3f", "%23", "&", "#", ")", " "]
+            .iter()
+            .filter_map(|stop| rest.find(stop))
+            .min()
+            .unwrap_or(rest.len());
+        let authority = &text[authority_start..authority_start + end];
+        match rest[..end].rfind("%40") {
+            Some(i) => out.push_str(&authority[i + 3..]),
+            None => out.push_str(authority),
+        }
+        from = authority_start + end;
+    }
+    out.push_str(&text[from..]);
+    Cow::Owned(out)
 }
 
 /// `scheme://user:pass@host` becomes `scheme://host`.
@@ -126,6 +161,18 @@ mod tests {
         assert_eq!(
             text("at postgres://db/g?password=ab)cd'ef&sslmode=require failed"),
             "at postgres://db/g?password=***&sslmode=require failed"
+        );
+        // A page's address in a lookup's query, percent-encoded.
+        assert_eq!(
+            text(
+                "error sending request for url (http://archive.example/available?url=http%3A%2F%2Fbob%3Ahunter2%40127.0.0.1%3A28931%2Fgone%2Fx&t=1)"
+            ),
+            "error sending request for url (http://archive.example/available?url=http%3A%2F%2F127.0.0.1%3A28931%2Fgone%2Fx&t=1)"
+        );
+        assert_eq!(
+            text("?url=https%3a%2f%2fx.example%2Fa%40b"),
+            "?url=https%3a%2f%2fx.example%2Fa%40b",
+            "an @ in the encoded path stays"
         );
     }
 }

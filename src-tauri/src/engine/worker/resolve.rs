@@ -196,7 +196,9 @@ fn jitter() -> f64 {
 }
 
 fn to_wayback(claimed: &Claimed, failure: Failure, services: &Services) -> Finish {
-    let target = match url::Url::parse_with_params(&services.wayback, [("url", &claimed.url)]) {
+    // The archive is asked about the page, never about the user name and password in its link.
+    let page = crate::engine::intake::without_credentials(&claimed.url);
+    let target = match url::Url::parse_with_params(&services.wayback, [("url", &*page)]) {
         Ok(u) => u.to_string(),
         Err(_) => {
             return Finish::Failure {
