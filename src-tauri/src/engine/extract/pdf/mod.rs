@@ -8,6 +8,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use super::{DocKind, Document, ExtractError, clean, tidy_text};
 
+mod budget;
 mod glyphs;
 mod layout;
 mod paragraphs;
@@ -56,7 +57,26 @@ fn extract_pdf_inner(body: &[u8]) -> Result<Document, ExtractError> {
     // document, and the first page is available for the title fallback.
     let mut laid_out = Vec::with_capacity(pages.len());
     let mut first_error = None;
-    for &number in pages.keys() {
+    let (mut drawn, mut too_big) = (0u64, 0usize);
+    for (&number, &page) in &pages {
+        // Measured before pdf-extract inflates and parses it (see `budget`).
+        let bytes = budget::page_bytes(&pdf, page, budget::PAGE_BYTES);
+        if bytes > budget::PAGE_BYTES {
+            tracing::warn!(
+                page = number,
+                "a PDF page draws more than 4 MiB; its text is left out"
+            );
+            too_big += 1;
+            continue;
+        }
+        drawn += bytes;
+        if drawn > budget::DOCUMENT_BYTES {
+            return Err(ExtractError::Unparsable(
+                "the PDF's pages draw more than 64 MiB of content; Gleaner does not read it \
+                 (a drawing or a crafted file, not a paper)"
+                    .into(),
+            ));
+        }
         let mut collector = glyphs::GlyphCollector::default();
         match pdf_extract::output_doc_page(&pdf, &mut collector, number) {
             Ok(()) => laid_out.push(layout::lay_out(&collector.page)),
@@ -70,6 +90,15 @@ fn extract_pdf_inner(body: &[u8]) -> Result<Document, ExtractError> {
     let text = tidy_text(&composed.text);
     if text.is_empty() {
         return Err(match first_error {
+            None if too_big > 0 && too_big == pages.len() => ExtractError::Unparsable(
+                "every page of the PDF draws more than 4 MiB of content; Gleaner does not read \
+                 such pages (a drawing or a crafted file, not a paper)"
+                    .into(),
+            ),
+            None if too_big > 0 => ExtractError::Unparsable(format!(
+                "{too_big} of the PDF's pages draw more than 4 MiB of content each, and the \
+                 others have no text; Gleaner does not read such pages"
+            )),
             Some(e) => damaged(&e),
             None => ExtractError::Unparsable(
                 "the PDF has no text layer (it may be scanned images)".into(),
@@ -273,8 +302,30 @@ mod tests {
 
     /// A one-page PDF in Helvetica 10 pt, each `(x, y, text)` drawn in the order given.
     fn pdf_drawing(lines: &[(f64, f64, &str)]) -> Vec<u8> {
+        pdf_of_pages(vec![text_stream(lines)])
+    }
+
+    /// A page's content drawing each `(x, y, text)` in Helvetica 10 pt.
+    fn text_stream(lines: &[(f64, f64, &str)]) -> pdf_extract::Stream {
         use pdf_extract::content::{Content, Operation};
         use pdf_extract::{Dictionary, Object, Stream};
+        let mut operations = Vec::new();
+        for &(x, y, text) in lines {
+            operations.extend([
+                Operation::new("BT", vec![]),
+                Operation::new("Tf", vec!["F1".into(), 10.into()]),
+                Operation::new("Td", vec![x.into(), y.into()]),
+                Operation::new("Tj", vec![Object::string_literal(text)]),
+                Operation::new("ET", vec![]),
+            ]);
+        }
+        let content = Content { operations }.encode().expect("content encodes");
+        Stream::new(Dictionary::new(), content)
+    }
+
+    /// A PDF of one page for each content stream, with Helvetica as `F1`.
+    fn pdf_of_pages(contents: Vec<pdf_extract::Stream>) -> Vec<u8> {
+        use pdf_extract::{Dictionary, Object};
 
         let dict = |entries: Vec<(&str, Object)>| {
             let mut d = Dictionary::new();
@@ -294,34 +345,30 @@ mod tests {
             "Font",
             dict(vec![("F1", font_id.into())]).into(),
         )]));
-        let mut operations = Vec::new();
-        for &(x, y, text) in lines {
-            operations.extend([
-                Operation::new("BT", vec![]),
-                Operation::new("Tf", vec!["F1".into(), 10.into()]),
-                Operation::new("Td", vec![x.into(), y.into()]),
-                Operation::new("Tj", vec![Object::string_literal(text)]),
-                Operation::new("ET", vec![]),
-            ]);
+        let mut kids: Vec<Object> = Vec::new();
+        for content in contents {
+            let content_id = doc.add_object(content);
+            kids.push(
+                doc.add_object(dict(vec![
+                    ("Type", "Page".into()),
+                    ("Parent", pages_id.into()),
+                    ("Contents", content_id.into()),
+                    ("Resources", resources_id.into()),
+                    (
+                        "MediaBox",
+                        vec![0.into(), 0.into(), 612.into(), 792.into()].into(),
+                    ),
+                ]))
+                .into(),
+            );
         }
-        let content = Content { operations }.encode().expect("content encodes");
-        let content_id = doc.add_object(Stream::new(Dictionary::new(), content));
-        let page_id = doc.add_object(dict(vec![
-            ("Type", "Page".into()),
-            ("Parent", pages_id.into()),
-            ("Contents", content_id.into()),
-            ("Resources", resources_id.into()),
-            (
-                "MediaBox",
-                vec![0.into(), 0.into(), 612.into(), 792.into()].into(),
-            ),
-        ]));
+        let count = kids.len() as i64;
         doc.objects.insert(
             pages_id,
             dict(vec![
                 ("Type", "Pages".into()),
-                ("Kids", vec![page_id.into()].into()),
-                ("Count", 1.into()),
+                ("Kids", kids.into()),
+                ("Count", count.into()),
             ])
             .into(),
         );
@@ -347,6 +394,36 @@ mod tests {
         "and a reader who meets it second",
         "finds the whole of it in one piece.",
     ];
+
+    /// A page whose few KB of compressed content inflate to 30 MB of drawing operators is not
+    /// parsed: pdf-extract took 3.2 GB and 23 s for it. The pages beside it are read.
+    #[test]
+    fn a_page_that_inflates_past_its_budget_is_left_out_and_the_others_are_read() {
+        use std::io::Write as _;
+        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        zlib.write_all(&b"0 0 m\n".repeat(5_000_000))
+            .expect("compress");
+        let mut dict = pdf_extract::Dictionary::new();
+        dict.set("Filter", pdf_extract::Object::Name(b"FlateDecode".to_vec()));
+        let bomb = pdf_extract::Stream::new(dict, zlib.finish().expect("finish"));
+        let words = "A page of ordinary words is read as it always was.";
+        let both = pdf_of_pages(vec![bomb.clone(), text_stream(&[(72.0, 700.0, words)])]);
+        assert!(both.len() < 100_000, "{}", both.len());
+        let start = std::time::Instant::now();
+        let doc = extract_pdf(&both).expect("the other page");
+        assert!(doc.text.contains(words), "{}", doc.text);
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+        match extract_pdf(&pdf_of_pages(vec![bomb])) {
+            Err(ExtractError::Unparsable(e)) => {
+                assert!(e.contains("draws more than 4 MiB"), "{e}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     fn check_column_order(drawn: &[(f64, f64, &str)]) {
         let doc = extract_pdf(&pdf_drawing(drawn)).expect("extracts");
