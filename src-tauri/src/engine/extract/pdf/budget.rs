@@ -15,6 +15,36 @@ pub(super) const PAGE_BYTES: u64 = 4 << 20;
 /// The most all pages together may inflate to.
 pub(super) const DOCUMENT_BYTES: u64 = 64 << 20;
 
+/// What the file's object streams (`/Type /ObjStm`) inflate to, at most `cap + 1`: lopdf
+/// inflates them all as it loads the file, before any page can be measured. Read from the
+/// bytes: each one's zlib data after the `stream` keyword that follows its dictionary.
+pub(super) fn object_stream_bytes(body: &[u8], cap: u64) -> u64 {
+    let mut total = 0u64;
+    let mut from = 0;
+    while let Some(at) = find(&body[from..], b"/ObjStm") {
+        let after = from + at + b"/ObjStm".len();
+        let Some(keyword) = find(&body[after..], b"stream") else {
+            break;
+        };
+        let mut data = after + keyword + b"stream".len();
+        if body[data..].starts_with(b"\r\n") {
+            data += 2;
+        } else if body[data..].starts_with(b"\n") || body[data..].starts_with(b"\r") {
+            data += 1;
+        }
+        total += inflate(&body[data..], cap.saturating_sub(total)).len() as u64;
+        if total > cap {
+            return total;
+        }
+        from = data;
+    }
+    total
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
 /// What a page's content inflates to, at most `cap + 1` (so more than `cap` means too much):
 /// its content streams and the form XObjects its resources name.
 pub(super) fn page_bytes(pdf: &Document, page: ObjectId, cap: u64) -> u64 {
@@ -200,5 +230,23 @@ mod tests {
             page.len() as u64
         );
         assert_eq!(inflated(&stream(Some("LZWDecode"), lzw), 100), 101);
+    }
+
+    #[test]
+    fn object_streams_are_counted_from_the_files_bytes() {
+        let mut body = b"%PDF-1.5\n7 0 obj\n<< /Type /ObjStm /N 1 /First 4 /Filter /FlateDecode >>\r\nstream\r\n".to_vec();
+        body.extend(zlib(&b"1 0 << >> ".repeat(1000)));
+        body.extend(b"\nendstream\nendobj\n");
+        assert_eq!(object_stream_bytes(&body, 1 << 20), 10_000);
+        let mut bomb =
+            b"%PDF-1.5\n7 0 obj\n<</Type/ObjStm/N 1/First 4/Filter/FlateDecode>>stream\n".to_vec();
+        bomb.extend(zlib(&vec![b' '; 100 << 20]));
+        assert!(bomb.len() < 1 << 20);
+        assert_eq!(object_stream_bytes(&bomb, 1 << 20), (1 << 20) + 1);
+        assert!(matches!(
+            super::super::extract_pdf(&bomb),
+            Err(crate::engine::extract::ExtractError::Unparsable(e)) if e.contains("object streams")
+        ));
+        assert_eq!(object_stream_bytes(b"%PDF-1.4 no object streams", 10), 0);
     }
 }

@@ -39,6 +39,13 @@ fn encrypted() -> ExtractError {
 fn extract_pdf_inner(body: &[u8]) -> Result<Document, ExtractError> {
     use pdf_extract::{Document as Pdf, Error as PdfError};
 
+    if budget::object_stream_bytes(body, budget::DOCUMENT_BYTES) > budget::DOCUMENT_BYTES {
+        return Err(ExtractError::Unparsable(
+            "the PDF's object streams inflate to more than 64 MiB; Gleaner does not read it \
+             (a crafted file, not a paper)"
+                .into(),
+        ));
+    }
     let mut pdf = Pdf::load_mem(body).map_err(|e| match e {
         PdfError::Decryption(_) | PdfError::InvalidPassword => encrypted(),
         e => damaged(&e),
