@@ -104,7 +104,7 @@ pub fn claim_window(data_dir: &Path, bus: bool) -> Result<Launch, HandoverError>
         path: path.clone(),
         source,
     };
-    std::fs::create_dir_all(data_dir).map_err(lock_error)?;
+    crate::engine::create_private_dir(data_dir).map_err(lock_error)?;
     let file = crate::engine::open_lock_file(&path).map_err(lock_error)?;
     let open_window = OpenWindow::over(data_dir);
     let deadline = std::time::Instant::now() + STARTING_PATIENCE;

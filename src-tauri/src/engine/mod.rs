@@ -32,6 +32,32 @@ pub mod sqlite;
 pub mod tags;
 pub mod worker;
 
+/// Makes `dir` and any missing parents, readable by this user alone where the platform has
+/// modes: a data folder holds the queue, whose links may carry user names and passwords.
+pub fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Makes an existing file readable and writable by this user alone (where the platform has
+/// modes); a file that is not there is left so.
+pub fn make_private(file: &std::path::Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        match std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = file;
+    Ok(())
+}
+
 /// Opens (creating if needed) a file that exists to be locked with `File::lock`: the lock,
 /// not the content, is what matters, and the OS lets go of it when the process ends.
 pub fn open_lock_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {

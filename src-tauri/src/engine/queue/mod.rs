@@ -62,7 +62,7 @@ pub fn open_with(data_dir: &Path, database: Option<&str>) -> Result<Arc<dyn Queu
             let library = data_dir.join("library");
             let store = super::postgres::PgStore::open_at(url, &member, Some(&library))?;
             // Only once the database is known to be good: a wrong address leaves nothing.
-            std::fs::create_dir_all(data_dir).map_err(|source| QueueError::DataDir {
+            super::create_private_dir(data_dir).map_err(|source| QueueError::DataDir {
                 path: data_dir.to_path_buf(),
                 source,
             })?;

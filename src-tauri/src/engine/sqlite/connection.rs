@@ -99,16 +99,35 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// `gleaner.db-wal` beside `gleaner.db`.
+fn wal_sibling(path: &Path, suffix: &str) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    name.into()
+}
+
 impl Store {
     /// Open (creating if needed) the database at `path` and bring its schema up to date.
     pub fn open(path: &Path) -> Result<Self> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| QueueError::DataDir {
+            crate::engine::create_private_dir(dir).map_err(|source| QueueError::DataDir {
                 path: dir.to_path_buf(),
                 source,
             })?;
         }
         let mut conn = Connection::open(path)?;
+        // Before WAL mode makes its files, which SQLite gives the database's mode: the queue
+        // keeps links whole, user names and passwords in them included.
+        for file in [
+            path.to_path_buf(),
+            wal_sibling(path, "-wal"),
+            wal_sibling(path, "-shm"),
+        ] {
+            crate::engine::make_private(&file).map_err(|source| QueueError::DataDir {
+                path: file.clone(),
+                source,
+            })?;
+        }
         let not_a_database = |e: QueueError| match e {
             QueueError::Sqlite(rusqlite::Error::SqliteFailure(f, _))
                 if f.code == rusqlite::ErrorCode::NotADatabase =>
@@ -269,6 +288,38 @@ mod tests {
     use crate::engine::queue::{ClaimRequest, Finish, Success};
     use crate::engine::sqlite::Store;
     use crate::engine::sqlite::testing::job;
+
+    /// The queue keeps links whole, passwords in them included: its folder and files are this
+    /// user's alone, also for a database made before (0644 under the usual umask).
+    #[cfg(unix)]
+    #[test]
+    fn the_data_folder_and_the_database_are_the_users_alone() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = |p: &Path| std::fs::metadata(p).expect("metadata").permissions().mode() & 0o777;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = dir.path().join("new/data");
+        let db = data.join("gleaner.db");
+        let store = Store::open(&db).expect("open");
+        store
+            .enqueue(None, &[job("https://u:pw@a.example/1")], 5, 0)
+            .expect("enqueue");
+        assert_eq!(mode(&data), 0o700);
+        for file in [
+            db.clone(),
+            wal_sibling(&db, "-wal"),
+            wal_sibling(&db, "-shm"),
+        ] {
+            assert_eq!(mode(&file), 0o600, "{}", file.display());
+        }
+        drop(store);
+        std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let again = Store::open(&db).expect("open again");
+        again
+            .enqueue(None, &[job("https://a.example/2")], 5, 0)
+            .expect("enqueue");
+        assert_eq!(mode(&db), 0o600);
+        assert_eq!(mode(&wal_sibling(&db, "-wal")), 0o600);
+    }
 
     /// Threads stand in for processes here: SQLite takes the same file locks for each
     /// connection. A barrier starts them together, closer than processes ever start.
