@@ -232,6 +232,11 @@ fn a_404_dies_and_raises_exactly_one_notification_naming_the_url() {
             "permanent failure: 404 Not Found"
         );
         assert_eq!(col(&rows[0], "Attempts"), "1");
+        assert!(
+            col(&rows[0], "URL").contains("/status/404?list=reading&page=2")
+                && !col(&rows[0], "URL").contains("s3cret"),
+            "the table shows the link without its password: {rows:?}"
+        );
         wait_notifications(&s, 1).await;
         // A later burst of job events must not announce the same death again.
         s.type_into("urls", &server.url("/page?title=After")).await;

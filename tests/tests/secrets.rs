@@ -36,6 +36,19 @@ fn credentials_in_urls_stay_out_of_logs_and_stored_errors() {
     add.extend(urls.iter().map(String::as_str));
     let out = sb.run(&add);
     assert!(out.status.success(), "{}", stderr(&out));
+    // What a person is shown of a link leaves its credentials out; the queue keeps them.
+    let added = stdout(&out);
+    assert!(added.contains("queued 3 http://127.0.0.1:"), "{added}");
+    for shown in [
+        added,
+        stdout(&sb.run(&["jobs", "list"])),
+        stdout(&sb.run(&["jobs", "show", "3"])),
+    ] {
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("ghp_T0KEN"),
+            "{shown}"
+        );
+    }
     let out = sb
         .cmd()
         .env("GLEANER_LOG", "trace")

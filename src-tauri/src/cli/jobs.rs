@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::bail;
 
 use super::{JobsCommand, error_suffix, wait_until};
-use crate::engine::intake::printable;
+use crate::engine::intake::{printable, shown_url};
 use crate::engine::policy::{self, Policy};
 use crate::engine::queue::{ActionResult, Job, JobFilter, Queue, Stage, Status, rfc3339};
 
@@ -46,7 +46,7 @@ pub(super) fn jobs(
                         j.attempts,
                         format!("{}/{}", j.retries_used, j.max_retries),
                         next_column(j, now),
-                        printable(&j.url),
+                        shown_url(&j.url),
                         error_suffix(j)
                     );
                 }
@@ -64,7 +64,7 @@ pub(super) fn jobs(
                 println!("{}", serde_json::to_string_pretty(&v)?);
                 return Ok(ExitCode::SUCCESS);
             }
-            println!("job {}  {}", job.id, printable(&job.url));
+            println!("job {}  {}", job.id, shown_url(&job.url));
             println!("status     {}", job.status.as_str());
             println!("attempts   {}", job.attempts);
             println!(
@@ -84,7 +84,7 @@ pub(super) fn jobs(
                 }
             }
             if let Some(u) = &job.final_url {
-                println!("final url  {}", printable(u));
+                println!("final url  {}", shown_url(u));
             }
             if let Some(t) = &job.title {
                 println!("title      {}", printable(t));

@@ -9,7 +9,7 @@ use crate::engine::export::{self, Format, Selection};
 use crate::engine::library::Library;
 use crate::engine::queue::Queue;
 
-use crate::engine::intake::printable;
+use crate::engine::intake::{printable, shown_url};
 
 /// Documents read from the folder per transaction of a rebuild.
 const REINDEX_BATCH: usize = 500;
@@ -36,7 +36,7 @@ pub fn search(
             printable(hit.title.as_deref().unwrap_or("(no title)")),
             hit.job_id
         );
-        println!("     {}", printable(&hit.url));
+        println!("     {}", shown_url(&hit.url));
         if !hit.tags.is_empty() {
             println!("     tags: {}", printable(&hit.tags.join(", ")));
         }

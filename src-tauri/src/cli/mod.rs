@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::engine::clock::{Clock, SystemClock};
 use crate::engine::export;
-use crate::engine::intake::{self, Found, printable};
+use crate::engine::intake::{self, Found, printable, shown_url};
 use crate::engine::library::Library;
 
 mod library;
@@ -757,10 +757,10 @@ fn report_added(
         match f {
             Found::Url { .. } => match results.next() {
                 Some(Enqueued::Queued { id, url }) => {
-                    writeln!(out, "queued {id} {}", printable(&url))?
+                    writeln!(out, "queued {id} {}", shown_url(&url))?
                 }
                 Some(Enqueued::Duplicate { id, url, status }) => {
-                    let url = printable(&url);
+                    let url = shown_url(&url);
                     let finished =
                         matches!(status, Status::Done | Status::Dead | Status::Cancelled);
                     let tags = tags_note(id);

@@ -58,15 +58,13 @@ fn shown_job(mut job: Job) -> Job {
             *t = escaped;
         }
     };
-    escape(&mut job.url);
-    for t in [
-        &mut job.final_url,
-        &mut job.title,
-        &mut job.error,
-        &mut job.content_type,
-    ]
-    .into_iter()
-    .flatten()
+    job.url = intake::shown_url(&job.url);
+    if let Some(url) = &mut job.final_url {
+        *url = intake::shown_url(url);
+    }
+    for t in [&mut job.title, &mut job.error, &mut job.content_type]
+        .into_iter()
+        .flatten()
     {
         escape(t);
     }

@@ -67,7 +67,7 @@ fn shown_hit(hit: &mut Hit) {
             *t = escaped;
         }
     };
-    escape(&mut hit.url);
+    hit.url = intake::shown_url(&hit.url);
     // A snippet spans lines of the Markdown; in a result it is one run of text.
     hit.snippet = hit.snippet.split_whitespace().collect::<Vec<_>>().join(" ");
     escape(&mut hit.snippet);
@@ -239,7 +239,7 @@ fn reading(id: i64, url: &str, doc: &str, path: &Path, text: &str, tags: Vec<Str
     Reading {
         job_id: id,
         title: field("title"),
-        url: intake::printable(url).into_owned(),
+        url: intake::shown_url(url),
         html: first.pieces.concat(),
         more: first.next,
         authors,
