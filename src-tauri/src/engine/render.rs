@@ -56,6 +56,9 @@ pub fn render_blocks(
     options.insert(Options::ENABLE_FOOTNOTES);
     options.insert(Options::ENABLE_STRIKETHROUGH);
     options.insert(Options::ENABLE_TASKLISTS);
+    // The TeX a page's MathML or MathJax kept (`$…$`, `$$…$$`): without it, Markdown read its
+    // backslashes as escapes and its `^{*}` as emphasis.
+    options.insert(Options::ENABLE_MATH);
     let mut events = Guarded::new(Parser::new_ext(markdown, options)).peekable();
     let sanitizer = sanitizer();
     let mut out = Rendered::default();
@@ -185,6 +188,9 @@ impl<'a, I: Iterator<Item = Event<'a>>> Iterator for Guarded<'a, I> {
             let out = match event {
                 // Markup a page spelled out stays the text it is.
                 Event::Html(t) | Event::InlineHtml(t) => Event::Text(t),
+                // TeX is shown as the source it is, with its delimiters.
+                Event::InlineMath(t) => Event::Code(format!("${t}$").into()),
+                Event::DisplayMath(t) => Event::Code(format!("$${t}$$").into()),
                 Event::Start(Tag::Image { .. }) => {
                     self.in_image += 1;
                     if self.in_image > 1 {
@@ -293,6 +299,33 @@ mod tests {
             html.contains("&lt;img src=x onerror=alert(2)&gt;"),
             "{html}"
         );
+    }
+
+    /// The TeX the extractor keeps (`$…$`, `$$…$$`) reads as it was written: its backslashes,
+    /// braces and stars are not Markdown's.
+    #[test]
+    fn tex_keeps_its_backslashes_braces_and_stars() {
+        let html = markdown_to_html(
+            "The volume is $$V = \\int q_s \\, dt$$ and $x^{*} \\{a\\} y^{*}$ holds.\n",
+        );
+        assert!(
+            html.contains("<code>$$V = \\int q_s \\, dt$$</code>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<code>$x^{*} \\{a\\} y^{*}$</code>"),
+            "{html}"
+        );
+        assert!(!html.contains("<em>"), "{html}");
+        // A lone dollar is a dollar.
+        for prices in [
+            "It cost $5 then.",
+            "From $5 to $10, or $5 and $6.",
+            "Pay $5 or $ 6.",
+        ] {
+            let html = markdown_to_html(&format!("{prices}\n"));
+            assert!(html.contains(prices) && !html.contains("<code>"), "{html}");
+        }
     }
 
     #[test]
