@@ -139,7 +139,25 @@ fn pdf_info_title(pdf: &pdf_extract::Document) -> Option<String> {
     let title = info.as_dict().ok()?.get(b"Title").ok()?;
     let (_, title) = pdf.dereference(title).ok()?;
     let title = pdf_extract::decode_text_string(title).ok()?;
-    clean(&title.replace('\0', ""))
+    clean(&title.replace('\0', "")).filter(|t| !made_by_a_program(t))
+}
+
+/// An Info title a program wrote in place of one ("Microsoft Word - draft_v3.docx",
+/// "paper.dvi", "untitled"): the page's own heading names the paper better.
+fn made_by_a_program(title: &str) -> bool {
+    let lower = title.trim().to_lowercase();
+    let file = [
+        ".doc", ".docx", ".dvi", ".pdf", ".tex", ".ps", ".rtf", ".odt", ".indd", ".qxd", ".pptx",
+        ".ppt", ".xls", ".xlsx", ".txt",
+    ]
+    .iter()
+    .any(|ext| lower.ends_with(ext));
+    let program = ["microsoft word - ", "microsoft powerpoint - ", "untitled"]
+        .iter()
+        .any(|p| lower.starts_with(p));
+    file || program
+        || matches!(lower.as_str(), "title" | "document" | "slide 1")
+        || !lower.chars().any(char::is_alphabetic)
 }
 
 #[cfg(test)]
@@ -251,6 +269,38 @@ mod tests {
                 "which we call the wetness duration, and the daily range of surface temperature."
             ),
             "{text}"
+        );
+    }
+
+    /// An Info title a word processor wrote gives way to the first line; a real one stays.
+    #[test]
+    fn an_info_title_a_program_made_up_gives_way_to_the_page() {
+        let with_info = |title: &str| {
+            let bytes = pdf_drawing(&[(72.0, 700.0, "Wall Mosses Revisited")]);
+            let mut doc = pdf_extract::Document::load_mem(&bytes).expect("load");
+            let mut info = pdf_extract::Dictionary::new();
+            info.set("Title", pdf_extract::Object::string_literal(title));
+            let info = doc.add_object(info);
+            doc.trailer.set("Info", info);
+            let mut out = Vec::new();
+            doc.save_to(&mut out).expect("save");
+            extract_pdf(&out).expect("extracts").title
+        };
+        for junk in [
+            "Microsoft Word - draft_v3.docx",
+            "paper.dvi",
+            "Untitled-1",
+            "12345",
+        ] {
+            assert_eq!(
+                with_info(junk).as_deref(),
+                Some("Wall Mosses Revisited"),
+                "{junk}"
+            );
+        }
+        assert_eq!(
+            with_info("Mosses on Rebuilt Walls").as_deref(),
+            Some("Mosses on Rebuilt Walls")
         );
     }
 

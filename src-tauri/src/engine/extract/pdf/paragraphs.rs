@@ -53,7 +53,10 @@ pub(super) fn compose(pages: &[PageLines]) -> Composed {
                 title = Some(text.clone());
             }
             Kind::Heading | Kind::Numbered => out.push_str("## "),
-            Kind::Body => {}
+            Kind::Body => {
+                out.push_str(&escape_block_start(&text));
+                continue;
+            }
         }
         out.push_str(&text);
     }
@@ -61,9 +64,39 @@ pub(super) fn compose(pages: &[PageLines]) -> Composed {
         if !out.is_empty() {
             out.push_str("\n\n");
         }
-        out.push_str(&line.text);
+        out.push_str(&escape_block_start(&line.text));
     }
     Composed { text: out, title }
+}
+
+/// A paragraph of the PDF's text as Markdown text: a start Markdown would read as a block of
+/// its own (`- 5 mm was…` a list, `> 40 walls…` a quote, `4. The data…` a numbered list from
+/// 4, `# 3` a heading, a fence or a rule) gets a backslash. What is inside stays as it is.
+fn escape_block_start(text: &str) -> std::borrow::Cow<'_, str> {
+    let first = text.chars().next();
+    let ordered = text
+        .find(|c: char| !c.is_ascii_digit())
+        .filter(|&n| (1..=9).contains(&n))
+        .filter(|&n| {
+            text[n..].starts_with(". ") || text[n..].starts_with(") ") || text.len() == n + 1
+        })
+        .filter(|&n| matches!(text.as_bytes()[n], b'.' | b')'));
+    if let Some(n) = ordered {
+        return format!("{}\\{}", &text[..n], &text[n..]).into();
+    }
+    let bullet =
+        matches!(first, Some('-' | '*' | '+')) && (text[1..].starts_with(' ') || text.len() == 1);
+    let rule = matches!(first, Some('-' | '*' | '_' | '='))
+        && text.chars().all(|c| c == first.unwrap_or(' ') || c == ' ');
+    let block = matches!(first, Some('>' | '#' | '|'))
+        || text.starts_with("```")
+        || text.starts_with("~~~")
+        || (first == Some('[') && text.contains("]:"));
+    if bullet || rule || block {
+        format!("\\{text}").into()
+    } else {
+        text.into()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -344,6 +377,46 @@ fn keeps_hyphen(stem: &str, next: &str, words: &Vocabulary) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the reader then renders: each paragraph as the words it is, no list, quote or
+    /// heading made of it.
+    #[test]
+    fn a_paragraph_that_starts_like_markdown_is_escaped_to_read_as_text() {
+        for (text, escaped) in [
+            (
+                "- 5 mm was the smallest value",
+                "\\- 5 mm was the smallest value",
+            ),
+            ("> 40 walls were excluded", "\\> 40 walls were excluded"),
+            ("4. The data are available", "4\\. The data are available"),
+            ("12) Results follow", "12\\) Results follow"),
+            ("# 3 on the list", "\\# 3 on the list"),
+            ("* starred", "\\* starred"),
+            ("---", "\\---"),
+            ("```code", "\\```code"),
+            ("[1]: http://x.example", "\\[1]: http://x.example"),
+        ] {
+            assert_eq!(escape_block_start(text), escaped, "{text}");
+            let html = crate::engine::render::markdown_to_html(&escaped);
+            assert!(
+                !html.contains("<li")
+                    && !html.contains("<blockquote")
+                    && !html.contains("<h1")
+                    && !html.contains("<hr")
+                    && !html.contains("<pre"),
+                "{text}: {html}"
+            );
+        }
+        for plain in [
+            "2013 was a dry year.",
+            "-5 degrees",
+            "3.14 is pi",
+            "[12] and later",
+            "The end.",
+        ] {
+            assert_eq!(escape_block_start(plain), plain);
+        }
+    }
 
     /// A line of 10 pt text in a block from x = 72 to 300, on baselines 12 pt apart.
     fn line(text: &str, row: usize, x0: f64, x1: f64) -> Line {
