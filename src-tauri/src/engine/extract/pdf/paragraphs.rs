@@ -397,7 +397,7 @@ mod tests {
             ("[1]: http://x.example", "\\[1]: http://x.example"),
         ] {
             assert_eq!(escape_block_start(text), escaped, "{text}");
-            let html = crate::engine::render::markdown_to_html(&escaped);
+            let html = crate::engine::render::markdown_to_html(escaped);
             assert!(
                 !html.contains("<li")
                     && !html.contains("<blockquote")
