@@ -272,6 +272,35 @@ mod tests {
         );
     }
 
+    /// A citation or a section number at the start of a line mid-sentence does not start a
+    /// paragraph (IEEE-style papers cite as `[12]`, and "Section" / "4." wraps often).
+    #[test]
+    fn a_label_mid_sentence_does_not_split_the_paragraph() {
+        let lines = [
+            "Mosses were counted on every wall, as the survey reported by",
+            "[12] and the later work of [13] describe it, and on the walls",
+            "rebuilt after the big flood, as we described in the closing Section",
+            "4. The data are available from the station on request, too.",
+            "[14] Smith, J. Mosses of the northern walls. Flora 3, 2001.",
+        ];
+        let drawn: Vec<(f64, f64, &str)> = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (72.0, 700.0 - 12.0 * i as f64, *l))
+            .collect();
+        let text = extract_pdf(&pdf_drawing(&drawn)).expect("extracts").text;
+        let paras = paragraphs(&text);
+        assert!(
+            paras[0].contains("reported by [12] and the later work")
+                && paras[0].contains("closing Section 4. The data"),
+            "{paras:#?}"
+        );
+        assert!(
+            paras[1].starts_with("[14] Smith"),
+            "after a full stop, a label starts: {paras:#?}"
+        );
+    }
+
     /// An Info title a word processor wrote gives way to the first line; a real one stays.
     #[test]
     fn an_info_title_a_program_made_up_gives_way_to_the_page() {

@@ -160,7 +160,12 @@ fn starts_with_label(text: &str) -> bool {
 
 /// Does `b` start a new paragraph after `a`, from what the two lines show?
 fn breaks_between(a: &Line, b: &Line) -> bool {
-    if !same_size(a.size, b.size) || b.gap_before || starts_with_label(&b.text) {
+    if !same_size(a.size, b.size) || b.gap_before {
+        return true;
+    }
+    // A label starts an item only after a line that ended one: mid-sentence, "…reported by" /
+    // "[12] and the later work" and "…in Section" / "4. The data" go on.
+    if starts_with_label(&b.text) && a.text.trim_end().ends_with(['.', ':', ';', '?', '!']) {
         return true;
     }
     // `a` stopped short although `b`'s first word would have fitted after it.
