@@ -301,6 +301,34 @@ mod tests {
         );
     }
 
+    /// A figure's big panel letters on page 2 do not outsize the title on page 1.
+    #[test]
+    fn the_title_is_the_first_pages_largest_words() {
+        let one = "Mosses settle first on a rebuilt wall, and their cover tells us much.";
+        let two = "The second page shows the two panels of the figure side by side.";
+        let first = sized_stream(&[
+            (72.0, 700.0, 18, "Moss on Walls Again"),
+            (72.0, 660.0, 10, one),
+        ]);
+        let second = sized_stream(&[
+            (100.0, 700.0, 24, "A"),
+            (300.0, 700.0, 24, "B"),
+            (72.0, 660.0, 10, two),
+        ]);
+        let doc = extract_pdf(&pdf_of_pages(vec![first, second])).expect("extracts");
+        assert_eq!(
+            doc.title.as_deref(),
+            Some("Moss on Walls Again"),
+            "{}",
+            doc.text
+        );
+        assert!(
+            doc.text.starts_with("# Moss on Walls Again"),
+            "{}",
+            doc.text
+        );
+    }
+
     /// An Info title a word processor wrote gives way to the first line; a real one stays.
     #[test]
     fn an_info_title_a_program_made_up_gives_way_to_the_page() {
@@ -393,13 +421,20 @@ mod tests {
 
     /// A page's content drawing each `(x, y, text)` in Helvetica 10 pt.
     fn text_stream(lines: &[(f64, f64, &str)]) -> pdf_extract::Stream {
+        let sized: Vec<(f64, f64, i64, &str)> =
+            lines.iter().map(|&(x, y, t)| (x, y, 10, t)).collect();
+        sized_stream(&sized)
+    }
+
+    /// A page's content drawing each `(x, y, size, text)` in Helvetica.
+    fn sized_stream(lines: &[(f64, f64, i64, &str)]) -> pdf_extract::Stream {
         use pdf_extract::content::{Content, Operation};
         use pdf_extract::{Dictionary, Object, Stream};
         let mut operations = Vec::new();
-        for &(x, y, text) in lines {
+        for &(x, y, size, text) in lines {
             operations.extend([
                 Operation::new("BT", vec![]),
-                Operation::new("Tf", vec!["F1".into(), 10.into()]),
+                Operation::new("Tf", vec!["F1".into(), size.into()]),
                 Operation::new("Td", vec![x.into(), y.into()]),
                 Operation::new("Tj", vec![Object::string_literal(text)]),
                 Operation::new("ET", vec![]),

@@ -29,8 +29,16 @@ pub(super) fn compose(pages: &[PageLines]) -> Composed {
         .collect();
     merge_headings(&lines, &mut paras, &mut kinds);
 
-    let largest = lines.iter().map(|(_, l)| l.size).fold(0.0, f64::max);
     let first_page = lines.first().map(|(p, _)| *p);
+    // The title is the first page's largest words: a figure's big panel letter on page 2, or
+    // a drop cap, is no title and must not outsize it.
+    let largest = lines
+        .iter()
+        .filter(|(p, l)| {
+            Some(*p) == first_page && l.text.chars().filter(|c| c.is_alphabetic()).count() >= 4
+        })
+        .map(|(_, l)| l.size)
+        .fold(0.0, f64::max);
     let mut title = None;
     let mut out = String::new();
     for (range, kind) in paras.iter().zip(&kinds) {
