@@ -3,8 +3,9 @@
 //!
 //! A document's text comes from the web, so both steps assume it is hostile:
 //! - raw HTML in the Markdown is shown as the text it is, never parsed as markup;
-//! - links keep only http(s) targets and the document's own `#` anchors (footnotes); any other
-//!   scheme, and every relative link, loses its target and stays as plain text;
+//! - links keep only http(s) targets and the document's own `#` anchors (footnotes); a
+//!   relative link is made absolute against the page it came from, and any other scheme loses
+//!   its target and stays as plain text;
 //! - images are never loaded (the CSP blocks remote ones anyway): their alt text is shown.
 //!
 //! The window opens an http(s) link in the system browser, never in its own webview.
@@ -26,7 +27,7 @@ pub const PIECE_BYTES: usize = 256 * 1024;
 
 /// Markdown as safe HTML for the reader, in one piece.
 pub fn markdown_to_html(markdown: &str) -> String {
-    render_blocks(markdown, 0, usize::MAX, usize::MAX)
+    render_blocks(markdown, None, 0, usize::MAX, usize::MAX)
         .pieces
         .concat()
 }
@@ -45,8 +46,10 @@ pub struct Rendered {
 /// A cut between top-level blocks never splits an element, and the parse is always of the
 /// whole text, so links to references defined anywhere resolve, and footnotes keep the
 /// numbers they have in the whole document.
+/// `base`: the address the document came from, which its relative links are relative to.
 pub fn render_blocks(
     markdown: &str,
+    base: Option<&str>,
     from: usize,
     piece_bytes: usize,
     max_pieces: usize,
@@ -59,7 +62,8 @@ pub fn render_blocks(
     // The TeX a page's MathML or MathJax kept (`$…$`, `$$…$$`): without it, Markdown read its
     // backslashes as escapes and its `^{*}` as emphasis.
     options.insert(Options::ENABLE_MATH);
-    let mut events = Guarded::new(Parser::new_ext(markdown, options)).peekable();
+    let base = base.and_then(|b| url::Url::parse(b).ok());
+    let mut events = Guarded::new(Parser::new_ext(markdown, options), base).peekable();
     let sanitizer = sanitizer();
     let mut out = Rendered::default();
     let mut raw = String::new();
@@ -149,11 +153,13 @@ struct Guarded<'a, I> {
     /// kept here because each piece has its own writer.
     footnotes: HashMap<CowStr<'a>, usize>,
     queued: Option<Event<'a>>,
+    base: Option<url::Url>,
 }
 
 impl<'a, I: Iterator<Item = Event<'a>>> Guarded<'a, I> {
-    fn new(inner: I) -> Self {
+    fn new(inner: I, base: Option<url::Url>) -> Self {
         Self {
+            base,
             inner,
             in_image: 0,
             links: Vec::new(),
@@ -213,6 +219,19 @@ impl<'a, I: Iterator<Item = Event<'a>>> Iterator for Guarded<'a, I> {
                     title,
                     id,
                 }) => {
+                    // A relative link (a Markdown file's `docs/guide.md`) points where it did on
+                    // its page; `javascript:` and the like parse as absolute and stay refused.
+                    let dest_url = match (&self.base, url::Url::parse(&dest_url)) {
+                        (Some(base), Err(url::ParseError::RelativeUrlWithoutBase))
+                            if !dest_url.starts_with('#') =>
+                        {
+                            match base.join(&dest_url) {
+                                Ok(absolute) => CowStr::from(absolute.to_string()),
+                                Err(_) => dest_url,
+                            }
+                        }
+                        _ => dest_url,
+                    };
                     let keep = self.in_image == 0 && safe_target(&dest_url);
                     self.links.push(keep);
                     if !keep {
@@ -373,6 +392,41 @@ mod tests {
         );
     }
 
+    /// A Markdown file fetched from the web links relative to where it was: those links point
+    /// there, absolute; other schemes stay refused, and the document's own anchors stay.
+    #[test]
+    fn relative_links_point_where_they_did_on_their_page() {
+        let md = "[guide](docs/guide.md) [up](../notes.md) [root](/about) [proto](//cdn.example/x) \
+                  [js](javascript:alert(1)) [top](#usage)\n";
+        let html = render_blocks(
+            md,
+            Some("https://git.example/repo/README.md"),
+            0,
+            usize::MAX,
+            1,
+        )
+        .pieces
+        .concat();
+        for target in [
+            "https://git.example/repo/docs/guide.md",
+            "https://git.example/notes.md",
+            "https://git.example/about",
+            "https://cdn.example/x",
+        ] {
+            assert!(
+                html.contains(&format!("href=\"{target}\"")),
+                "{target}: {html}"
+            );
+        }
+        assert!(!html.contains("javascript"), "{html}");
+        assert!(html.contains("href=\"#doc-usage\""), "{html}");
+        // A base that is no web address makes nothing absolute.
+        let file = render_blocks(md, Some("file:///etc/x.md"), 0, usize::MAX, 1)
+            .pieces
+            .concat();
+        assert!(!file.contains("href=\"file:"), "{file}");
+    }
+
     #[test]
     fn images_show_their_alt_text_and_never_load() {
         let html = markdown_to_html(
@@ -424,7 +478,7 @@ mod tests {
     fn the_pieces_make_up_the_whole_and_the_rest_starts_where_the_first_stopped() {
         let md = long_document();
         let whole = markdown_to_html(&md);
-        let head = render_blocks(&md, 0, FIRST_PIECE_BYTES, 1);
+        let head = render_blocks(&md, None, 0, FIRST_PIECE_BYTES, 1);
         assert_eq!(head.pieces.len(), 1);
         assert!(
             head.pieces[0].len() < whole.len() / 4,
@@ -432,7 +486,7 @@ mod tests {
         );
         let from = head.next.expect("more to come");
         // Pieces much smaller than the text, so there are several cuts to check.
-        let rest = render_blocks(&md, from, whole.len() / 8, usize::MAX);
+        let rest = render_blocks(&md, None, from, whole.len() / 8, usize::MAX);
         assert!(rest.pieces.len() > 2, "{} pieces", rest.pieces.len());
         assert_eq!(rest.next, None);
         assert_eq!(format!("{}{}", head.pieces[0], rest.pieces.concat()), whole);
@@ -452,7 +506,7 @@ mod tests {
     #[test]
     fn footnotes_keep_their_numbers_and_links_their_references_across_pieces() {
         let md = long_document();
-        let head = render_blocks(&md, 0, FIRST_PIECE_BYTES, 1);
+        let head = render_blocks(&md, None, 0, FIRST_PIECE_BYTES, 1);
         assert!(
             head.pieces[0].contains("href=\"https://example.org/ref\""),
             "a reference defined at the very end resolves"
@@ -463,7 +517,7 @@ mod tests {
             "{}",
             &head.pieces[0][..400]
         );
-        let rest = render_blocks(&md, head.next.unwrap_or(0), PIECE_BYTES, usize::MAX)
+        let rest = render_blocks(&md, None, head.next.unwrap_or(0), PIECE_BYTES, usize::MAX)
             .pieces
             .concat();
         assert!(
@@ -478,11 +532,11 @@ mod tests {
 
     #[test]
     fn a_short_document_is_one_piece_with_nothing_after_it() {
-        let r = render_blocks("Just a line.\n", 0, FIRST_PIECE_BYTES, 1);
+        let r = render_blocks("Just a line.\n", None, 0, FIRST_PIECE_BYTES, 1);
         assert_eq!(r.pieces, vec!["<p>Just a line.</p>\n".to_string()]);
         assert_eq!(r.next, None);
         assert_eq!(
-            render_blocks("", 0, FIRST_PIECE_BYTES, 1),
+            render_blocks("", None, 0, FIRST_PIECE_BYTES, 1),
             Rendered::default()
         );
     }
