@@ -38,10 +38,21 @@ pub struct SearchQuery {
 }
 
 impl SearchQuery {
-    /// The query `text` asks for, folded; `None` when it has no word a match must have (blank,
-    /// punctuation, or exclusions alone, which would match nearly everything).
+    /// The query `text` asks for, folded as PostgreSQL's index is ([`fold`]); `None` when it
+    /// has no word a match must have (blank, punctuation, or exclusions alone, which would
+    /// match nearly everything).
     pub fn parse(text: &str) -> Option<SearchQuery> {
-        let folded = fold(text);
+        Self::parse_folded(&fold(text))
+    }
+
+    /// The query `text` asks for in lower case only, for FTS5, which folds accents itself and
+    /// only on Latin letters: [`fold`] would take "й" to "и", Greek accents, Korean syllables'
+    /// composition and Devanagari's vowel signs, and FTS5 would find none of them.
+    pub fn parse_lower(text: &str) -> Option<SearchQuery> {
+        Self::parse_folded(&text.to_lowercase())
+    }
+
+    fn parse_folded(folded: &str) -> Option<SearchQuery> {
         let mut clauses: Vec<Clause> = Vec::new();
         let mut pending_or = false;
         let mut chars = folded.chars().peekable();
@@ -81,10 +92,16 @@ impl SearchQuery {
                 continue;
             }
             let prefix = raw.ends_with('*');
+            // A control character (a NUL pasted in) is no text PostgreSQL takes.
+            let text: String = raw
+                .trim_end_matches('*')
+                .chars()
+                .filter(|c| !c.is_control())
+                .collect();
             let term = Term {
                 words,
                 prefix,
-                text: raw.trim_end_matches('*').to_string(),
+                text,
             };
             match (negate, pending_or, clauses.last_mut()) {
                 (true, ..) => clauses.push(Clause::Not(term)),
@@ -250,6 +267,20 @@ mod tests {
         assert_eq!(both("-only"), None);
         assert_eq!(both("!!! ***"), None);
         assert_eq!(both("   "), None);
+    }
+
+    #[test]
+    fn fts5_gets_the_words_in_lower_case_only_and_no_control_character_reaches_postgresql() {
+        let q =
+            SearchQuery::parse_lower("Новый ΚΕΊΜΕΝΑ 한국어 がっこう हिन्दी Café").expect("query");
+        assert_eq!(
+            q.to_fts5(),
+            // The virama is no letter to Rust: the word goes as a phrase of its two sides,
+            // which FTS5 cuts the same way.
+            "\"новый\" AND \"κείμενα\" AND \"한국어\" AND \"がっこう\" AND \"हिन दी\" AND \"café\""
+        );
+        let q = SearchQuery::parse("a\0b c").expect("query");
+        assert!(!q.to_tsquery().contains('\0'), "{}", q.to_tsquery());
     }
 
     #[test]

@@ -256,7 +256,7 @@ impl Store {
         }
         // The same query language as PostgreSQL's, written in FTS5's syntax with every term
         // quoted, so that no text is an error of the index's own syntax.
-        let Some(parsed) = SearchQuery::parse(&text) else {
+        let Some(parsed) = SearchQuery::parse_lower(&text) else {
             return Ok(Vec::new());
         };
         Ok(ranked(

@@ -149,6 +149,22 @@ super::on_every_backend! {
         }
     }
 
+    /// Words of scripts whose letters decompose (Cyrillic й, Greek accents, Hangul syllables,
+    /// kana with their voicing marks, Devanagari's vowel signs) are found as written: folded
+    /// like Latin accents on one side only, SQLite found none of them.
+    fn words_of_every_script_are_found_as_written(s) {
+        let id = done(
+            s,
+            "https://a.example/1",
+            "Учебник",
+            "",
+            "Русский язык — новый учебник. Ελληνικά κείμενα. 한국어 문장. がっこう. हिन्दी भाषा.",
+        );
+        for q in ["новый", "Русский", "Ελληνικά", "κείμενα", "한국어", "がっこう", "हिन्दी"] {
+            assert_eq!(ids(&s.search(q, 10).expect(q)), [id], "{q}");
+        }
+    }
+
     fn any_text_is_a_query_and_never_an_error(s) {
         let id = done(
             s,
