@@ -5,6 +5,7 @@
 //! taken the machine's memory. So each stream is inflated here into a counter that stops at
 //! the budget, and a page over it is not read.
 
+use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
 
 use pdf_extract::{Document, Object, ObjectId, Stream};
@@ -12,8 +13,9 @@ use pdf_extract::{Document, Object, ObjectId, Stream};
 /// The most content (operators, its forms' included) one page may inflate to: a page of text
 /// is tens of KB, a dense vector drawing a few MB.
 pub(super) const PAGE_BYTES: u64 = 4 << 20;
-/// The most all pages together may inflate to.
-pub(super) const DOCUMENT_BYTES: u64 = 64 << 20;
+/// The most all pages together may inflate to; a PDF's pages after it are not read. A
+/// 700-page book of text is about 70 MB.
+pub(super) const DOCUMENT_BYTES: u64 = 256 << 20;
 
 /// What the file's object streams (`/Type /ObjStm`) inflate to, at most `cap + 1`: lopdf
 /// inflates them all as it loads the file, before any page can be measured. Read from the
@@ -45,29 +47,87 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
-/// What a page's content inflates to, at most `cap + 1` (so more than `cap` means too much):
-/// its content streams and the form XObjects its resources name.
-pub(super) fn page_bytes(pdf: &Document, page: ObjectId, cap: u64) -> u64 {
-    let mut total = 0u64;
-    for id in pdf.get_page_contents(page) {
-        if let Ok(Object::Stream(stream)) = pdf.get_object(id) {
-            total += inflated(stream, cap.saturating_sub(total));
-        }
-        if total > cap {
-            return total;
-        }
-    }
-    for stream in forms(pdf, page) {
-        total += inflated(stream, cap.saturating_sub(total));
-        if total > cap {
-            return total;
-        }
-    }
-    total
+/// What a page costs to read, as [`Budget::page`] measures it.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum PageCost {
+    /// Its content and the forms it draws that no page before drew, in bytes.
+    Fits(u64),
+    /// Its content, or a form it draws, inflates past [`PAGE_BYTES`].
+    TooBig,
 }
 
-/// The form XObjects in a page's resources (its own and those it inherits).
-fn forms(pdf: &Document, page: ObjectId) -> Vec<&Stream> {
+/// The document's running count: what its pages read so far inflate to, each form once.
+#[derive(Default)]
+pub(super) struct Budget {
+    forms: HashMap<ObjectId, u64>,
+    pub total: u64,
+}
+
+impl Budget {
+    /// Measures `page`: its content streams, and the form XObjects its content draws (`/Name
+    /// Do`), looked up in its resources. A form many pages draw counts once, and one that a
+    /// shared resource dictionary names but the page does not draw counts not at all.
+    pub(super) fn page(&mut self, pdf: &Document, page: ObjectId) -> PageCost {
+        let mut content = Vec::new();
+        for id in pdf.get_page_contents(page) {
+            if let Ok(Object::Stream(stream)) = pdf.get_object(id) {
+                let room = PAGE_BYTES.saturating_sub(content.len() as u64);
+                content.extend(inflated(stream, room));
+            }
+            if content.len() as u64 > PAGE_BYTES {
+                return PageCost::TooBig;
+            }
+        }
+        let mut cost = content.len() as u64;
+        let drawn = drawn_names(&content);
+        for (id, stream) in forms(pdf, page, &drawn) {
+            let size = match self.forms.get(&id) {
+                Some(size) => *size,
+                None => {
+                    let size = inflated(stream, PAGE_BYTES).len() as u64;
+                    self.forms.insert(id, size);
+                    cost += size;
+                    size
+                }
+            };
+            if size > PAGE_BYTES {
+                return PageCost::TooBig;
+            }
+        }
+        self.total += cost;
+        PageCost::Fits(cost)
+    }
+}
+
+/// The names a content stream draws with `Do` (`/Fm1 Do`).
+fn drawn_names(content: &[u8]) -> HashSet<Vec<u8>> {
+    let mut names = HashSet::new();
+    let mut last_name: Option<&[u8]> = None;
+    for token in content
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|t| !t.is_empty())
+    {
+        if token == b"Do" {
+            if let Some(name) = last_name.take() {
+                names.insert(name.to_vec());
+            }
+        } else {
+            last_name = token.strip_prefix(b"/");
+        }
+    }
+    names
+}
+
+/// The form XObjects named `drawn` in a page's resources (its own and those it inherits),
+/// each with its object id (a direct one gets the page's).
+fn forms<'a>(
+    pdf: &'a Document,
+    page: ObjectId,
+    drawn: &HashSet<Vec<u8>>,
+) -> Vec<(ObjectId, &'a Stream)> {
+    if drawn.is_empty() {
+        return Vec::new();
+    }
     let Ok((own, inherited)) = pdf.get_page_resources(page) else {
         return Vec::new();
     };
@@ -85,49 +145,51 @@ fn forms(pdf: &Document, page: ObjectId) -> Vec<&Stream> {
         else {
             continue;
         };
-        for (_, value) in xobjects.iter() {
-            if let Ok((_, Object::Stream(stream))) = pdf.dereference(value)
+        for (name, value) in xobjects.iter() {
+            if !drawn.contains(name) {
+                continue;
+            }
+            if let Ok((id, Object::Stream(stream))) = pdf.dereference(value)
                 && stream
                     .dict
                     .get(b"Subtype")
                     .and_then(Object::as_name)
                     .is_ok_and(|s| s == b"Form")
             {
-                out.push(stream);
+                out.push((id.unwrap_or(page), stream));
             }
         }
     }
     out
 }
 
-/// The size `stream` inflates to through its filters, as lopdf decodes them, counted up to
-/// `cap + 1`; a filter lopdf does not decode counts the stream as it stands.
-fn inflated(stream: &Stream, cap: u64) -> u64 {
+/// What `stream` inflates to through its filters, as lopdf decodes them, up to `cap + 1`
+/// bytes; a filter lopdf does not decode leaves it as it stands.
+fn inflated(stream: &Stream, cap: u64) -> Vec<u8> {
     let Ok(filters) = stream.filters() else {
-        return stream.content.len() as u64;
+        return stream.content.clone();
     };
-    let mut data: std::borrow::Cow<'_, [u8]> = (&stream.content[..]).into();
+    let mut data = stream.content.clone();
     for filter in filters {
-        let next = match filter {
+        data = match filter {
             b"FlateDecode" => inflate(&data, cap),
             b"LZWDecode" => unlzw(&data, cap),
             // Five characters make four bytes: never more than it was, so lopdf decodes it.
             b"ASCII85Decode" => {
                 let mut dict = pdf_extract::Dictionary::new();
                 dict.set("Filter", Object::Name(b"ASCII85Decode".to_vec()));
-                match Stream::new(dict, data.to_vec()).decompressed_content() {
+                match Stream::new(dict, data.clone()).decompressed_content() {
                     Ok(decoded) => decoded,
-                    Err(_) => return data.len() as u64,
+                    Err(_) => return data,
                 }
             }
-            _ => return data.len() as u64,
+            _ => return data,
         };
-        data = next.into();
         if data.len() as u64 > cap {
             break;
         }
     }
-    data.len() as u64
+    data
 }
 
 /// Zlib, as lopdf reads it (raw deflate after the header when the zlib stream is damaged),
@@ -193,6 +255,10 @@ mod tests {
         e.finish().expect("finish")
     }
 
+    fn size(stream: &Stream, cap: u64) -> u64 {
+        inflated(stream, cap).len() as u64
+    }
+
     fn stream(filter: Option<&str>, content: Vec<u8>) -> Stream {
         let mut dict = Dictionary::new();
         if let Some(f) = filter {
@@ -205,16 +271,16 @@ mod tests {
     fn a_stream_is_counted_as_it_inflates_and_no_further_than_the_cap() {
         let page = b"BT /F1 12 Tf (Hello) Tj ET\n".repeat(1000);
         assert_eq!(
-            inflated(&stream(Some("FlateDecode"), zlib(&page)), 1 << 20),
+            size(&stream(Some("FlateDecode"), zlib(&page)), 1 << 20),
             page.len() as u64
         );
-        assert_eq!(inflated(&stream(None, page.clone()), 10), page.len() as u64);
+        assert_eq!(size(&stream(None, page.clone()), 10), page.len() as u64);
         // 100 MB of operators from a few hundred KB: counted to the cap and no further.
         let bomb = zlib(&b"0 0 m\n".repeat(100 << 20 >> 3));
         assert!(bomb.len() < 1 << 20, "{}", bomb.len());
         let start = std::time::Instant::now();
         assert_eq!(
-            inflated(&stream(Some("FlateDecode"), bomb), 1 << 20),
+            size(&stream(Some("FlateDecode"), bomb), 1 << 20),
             (1 << 20) + 1
         );
         assert!(start.elapsed() < std::time::Duration::from_secs(2));
@@ -226,10 +292,10 @@ mod tests {
             .status
             .expect("lzw");
         assert_eq!(
-            inflated(&stream(Some("LZWDecode"), lzw.clone()), 1 << 20),
+            size(&stream(Some("LZWDecode"), lzw.clone()), 1 << 20),
             page.len() as u64
         );
-        assert_eq!(inflated(&stream(Some("LZWDecode"), lzw), 100), 101);
+        assert_eq!(size(&stream(Some("LZWDecode"), lzw), 100), 101);
     }
 
     #[test]
@@ -240,7 +306,7 @@ mod tests {
         assert_eq!(object_stream_bytes(&body, 1 << 20), 10_000);
         let mut bomb =
             b"%PDF-1.5\n7 0 obj\n<</Type/ObjStm/N 1/First 4/Filter/FlateDecode>>stream\n".to_vec();
-        bomb.extend(zlib(&vec![b' '; 100 << 20]));
+        bomb.extend(zlib(&vec![b' '; 300 << 20]));
         assert!(bomb.len() < 1 << 20);
         assert_eq!(object_stream_bytes(&bomb, 1 << 20), (1 << 20) + 1);
         assert!(matches!(

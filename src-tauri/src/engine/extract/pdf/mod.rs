@@ -41,7 +41,7 @@ fn extract_pdf_inner(body: &[u8]) -> Result<Document, ExtractError> {
 
     if budget::object_stream_bytes(body, budget::DOCUMENT_BYTES) > budget::DOCUMENT_BYTES {
         return Err(ExtractError::Unparsable(
-            "the PDF's object streams inflate to more than 64 MiB; Gleaner does not read it \
+            "the PDF's object streams inflate to more than 256 MiB; Gleaner does not read it \
              (a crafted file, not a paper)"
                 .into(),
         ));
@@ -64,11 +64,10 @@ fn extract_pdf_inner(body: &[u8]) -> Result<Document, ExtractError> {
     // document, and the first page is available for the title fallback.
     let mut laid_out = Vec::with_capacity(pages.len());
     let mut first_error = None;
-    let (mut drawn, mut too_big) = (0u64, 0usize);
+    let (mut budget, mut too_big, mut stopped_at) = (budget::Budget::default(), 0usize, None);
     for (&number, &page) in &pages {
         // Measured before pdf-extract inflates and parses it (see `budget`).
-        let bytes = budget::page_bytes(&pdf, page, budget::PAGE_BYTES);
-        if bytes > budget::PAGE_BYTES {
+        if budget.page(&pdf, page) == budget::PageCost::TooBig {
             tracing::warn!(
                 page = number,
                 "a PDF page draws more than 4 MiB; its text is left out"
@@ -76,13 +75,13 @@ fn extract_pdf_inner(body: &[u8]) -> Result<Document, ExtractError> {
             too_big += 1;
             continue;
         }
-        drawn += bytes;
-        if drawn > budget::DOCUMENT_BYTES {
-            return Err(ExtractError::Unparsable(
-                "the PDF's pages draw more than 64 MiB of content; Gleaner does not read it \
-                 (a drawing or a crafted file, not a paper)"
-                    .into(),
-            ));
+        if budget.total > budget::DOCUMENT_BYTES {
+            tracing::warn!(
+                page = number,
+                "a PDF's pages draw more than 256 MiB; the rest is left out"
+            );
+            stopped_at = Some(number);
+            break;
         }
         let mut collector = glyphs::GlyphCollector::default();
         match pdf_extract::output_doc_page(&pdf, &mut collector, number) {
@@ -94,7 +93,16 @@ fn extract_pdf_inner(body: &[u8]) -> Result<Document, ExtractError> {
     }
     running::drop_running_lines(&mut laid_out);
     let composed = paragraphs::compose(&laid_out);
-    let text = tidy_text(&composed.text);
+    let mut text = tidy_text(&composed.text);
+    if let Some(page) = stopped_at
+        && !text.is_empty()
+    {
+        text.push_str(&format!(
+            "\n\n*Gleaner stopped reading this PDF at page {page} of {}: its pages draw more \
+             than 256 MiB of content. Open the PDF for the rest.*\n",
+            pages.len()
+        ));
+    }
     if text.is_empty() {
         return Err(match first_error {
             None if too_big > 0 && too_big == pages.len() => ExtractError::Unparsable(
@@ -446,6 +454,15 @@ mod tests {
 
     /// A PDF of one page for each content stream, with Helvetica as `F1`.
     fn pdf_of_pages(contents: Vec<pdf_extract::Stream>) -> Vec<u8> {
+        pdf_with_forms(contents, Vec::new())
+    }
+
+    /// As [`pdf_of_pages`], with each of `forms` a form XObject `Fx0`, `Fx1`… in the one
+    /// resource dictionary every page shares.
+    fn pdf_with_forms(
+        contents: Vec<pdf_extract::Stream>,
+        forms: Vec<pdf_extract::Stream>,
+    ) -> Vec<u8> {
         use pdf_extract::{Dictionary, Object};
 
         let dict = |entries: Vec<(&str, Object)>| {
@@ -462,10 +479,18 @@ mod tests {
             ("Subtype", "Type1".into()),
             ("BaseFont", "Helvetica".into()),
         ]));
-        let resources_id = doc.add_object(dict(vec![(
-            "Font",
-            dict(vec![("F1", font_id.into())]).into(),
-        )]));
+        let mut xobjects = Dictionary::new();
+        for (i, mut form) in forms.into_iter().enumerate() {
+            form.dict.set("Type", Object::Name(b"XObject".to_vec()));
+            form.dict.set("Subtype", Object::Name(b"Form".to_vec()));
+            form.dict
+                .set("BBox", vec![0.into(), 0.into(), 612.into(), 792.into()]);
+            xobjects.set(format!("Fx{i}"), doc.add_object(form));
+        }
+        let resources_id = doc.add_object(dict(vec![
+            ("Font", dict(vec![("F1", font_id.into())]).into()),
+            ("XObject", xobjects.into()),
+        ]));
         let mut kids: Vec<Object> = Vec::new();
         for content in contents {
             let content_id = doc.add_object(content);
@@ -515,6 +540,39 @@ mod tests {
         "and a reader who meets it second",
         "finds the whole of it in one piece.",
     ];
+
+    /// Pages that share one resource dictionary naming every figure of the document: each page
+    /// counts the form it draws, not all of them (a review's 30-page PDF was refused whole).
+    #[test]
+    fn a_page_counts_the_forms_it_draws_each_once() {
+        let figure = || {
+            pdf_extract::Stream::new(
+                pdf_extract::Dictionary::new(),
+                b"0 0 m 1 1 l S\n".repeat(100_000),
+            )
+        };
+        let words = [
+            "Mosses grow first on the north face of the wall.",
+            "Lichens follow them in the second year after rebuilding.",
+            "Ferns root in the mortar joints once these have weathered.",
+            "Grasses arrive with the birds that perch on the coping.",
+            "The survey ends when the wall is covered from end to end.",
+        ];
+        let pages: Vec<pdf_extract::Stream> = (0..5)
+            .map(|i| {
+                let text = text_stream(&[(72.0, 700.0, words[i])]);
+                let mut content = format!("q /Fx{i} Do Q\n").into_bytes();
+                content.extend(&text.content);
+                pdf_extract::Stream::new(pdf_extract::Dictionary::new(), content)
+            })
+            .collect();
+        // Five figures of 1.4 MB: all five on every page would be 7 MB, past a page's 4 MiB.
+        let pdf = pdf_with_forms(pages, (0..5).map(|_| figure()).collect());
+        let doc = extract_pdf(&pdf).expect("every page is read");
+        for w in words {
+            assert!(doc.text.contains(w), "{w}: {}", doc.text);
+        }
+    }
 
     /// A page whose few KB of compressed content inflate to 30 MB of drawing operators is not
     /// parsed: pdf-extract took 3.2 GB and 23 s for it. The pages beside it are read.
