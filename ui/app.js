@@ -211,10 +211,23 @@ function mergeSummary(into, r) {
   return into;
 }
 
+// The decoder for a file's bytes: UTF-16 when it starts with UTF-16's byte order mark (what
+// Windows Notepad calls "Unicode"), else UTF-8; both drop the mark.
+async function decoderFor(file) {
+  const head = new Uint8Array(await file.slice(0, 2).arrayBuffer());
+  if (head[0] === 0xff && head[1] === 0xfe) return new TextDecoder('utf-16le');
+  if (head[0] === 0xfe && head[1] === 0xff) return new TextDecoder('utf-16be');
+  return new TextDecoder();
+}
+
+async function fileText(file) {
+  return (await decoderFor(file)).decode(await file.arrayBuffer());
+}
+
 // Sends a big file piece by piece into the add's batch; a piece ends at a line break, so no
 // line is cut in two.
 async function addBigFile(file, source, summary) {
-  const decoder = new TextDecoder();
+  const decoder = await decoderFor(file);
   let carry = '';
   for (let at = 0; at < file.size; at += PIECE_BYTES) {
     const bytes = await file.slice(at, at + PIECE_BYTES).arrayBuffer();
@@ -261,7 +274,7 @@ async function addNow(text, source, files) {
     const small = [];
     for (const file of files) {
       const whole = WHOLE_FILE.test(file.name) && file.size <= WHOLE_FILE_BYTES;
-      if (file.size <= PIECE_BYTES || whole) small.push({ name: file.name, text: await file.text() });
+      if (file.size <= PIECE_BYTES || whole) small.push({ name: file.name, text: await fileText(file) });
     }
     const result = await call('add_urls', { text: text ?? '', source, files: small, batch: null });
     for (const file of files) {

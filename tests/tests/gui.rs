@@ -466,6 +466,26 @@ fn dropped_links_and_bookmark_files_are_queued() {
         select_row(&s, &a["id"]).await;
         s.wait_text("d-tags", |t| t == "Reading", "the new folder as a tag")
             .await;
+        // A list saved by Windows Notepad as "Unicode": UTF-16 with its byte order mark.
+        s.js(
+            "const text = arguments[0];\
+             const bytes = new Uint8Array(2 + 2 * text.length);\
+             bytes[0] = 0xff; bytes[1] = 0xfe;\
+             for (let i = 0; i < text.length; i++) {\
+               bytes[2 + 2 * i] = text.charCodeAt(i) & 255; bytes[3 + 2 * i] = text.charCodeAt(i) >> 8;\
+             }\
+             const dt = new DataTransfer();\
+             dt.items.add(new File([bytes], 'links-utf16.txt', { type: 'text/plain' }));\
+             document.body.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));",
+            vec![json!(format!("{}\r\n", server.url("/page?title=Unicode%20list")))],
+        )
+        .await;
+        s.wait_text(
+            "add-summary",
+            |t| t == "1 link queued, 0 duplicates, 0 rejected.",
+            "the UTF-16 file's link",
+        )
+        .await;
         s.finish().await;
     });
 }
