@@ -43,19 +43,25 @@ pub fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
 }
 
 /// Makes an existing file readable and writable by this user alone (where the platform has
-/// modes); a file that is not there is left so.
-pub fn make_private(file: &std::path::Path) -> std::io::Result<()> {
+/// modes); a file that is not there is left so. A file system that keeps no modes (FAT or
+/// exFAT on a USB drive refuse `chmod`) is said in the log, not an error: the data folder
+/// works there as it did.
+pub fn make_private(file: &std::path::Path) {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
-        match std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-            _ => {}
+        let Ok(meta) = std::fs::metadata(file) else {
+            return;
+        };
+        if meta.permissions().mode() & 0o777 == 0o600 {
+            return;
+        }
+        if let Err(e) = std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)) {
+            tracing::warn!(file = %file.display(), error = %e, "cannot make the file private to this user");
         }
     }
     #[cfg(not(unix))]
     let _ = file;
-    Ok(())
 }
 
 /// Opens (creating if needed) a file that exists to be locked with `File::lock`: the lock,

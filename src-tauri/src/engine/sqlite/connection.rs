@@ -123,10 +123,7 @@ impl Store {
             wal_sibling(path, "-wal"),
             wal_sibling(path, "-shm"),
         ] {
-            crate::engine::make_private(&file).map_err(|source| QueueError::DataDir {
-                path: file.clone(),
-                source,
-            })?;
+            crate::engine::make_private(&file);
         }
         let not_a_database = |e: QueueError| match e {
             QueueError::Sqlite(rusqlite::Error::SqliteFailure(f, _))
