@@ -39,6 +39,26 @@ const ORGANISATION_WORDS: &[&str] = &[
     "hospital",
     "inc",
     "inc.",
+    "gmbh",
+    "ag",
+    "ai",
+    "corp",
+    "corp.",
+    "co.",
+    "plc",
+    "llp",
+    "bank",
+    "library",
+    "museum",
+    "archive",
+    "archives",
+    "fund",
+    "trust",
+    "new",
+    "times",
+    "journal",
+    "magazine",
+    "review",
     "initiative",
     "institute",
     "investigators",
@@ -73,10 +93,47 @@ const ORGANISATION_WORDS: &[&str] = &[
     "working",
 ];
 
+/// Titles before a name, left out of it.
+const HONORIFICS: &[&str] = &[
+    "Dr.", "Dr", "Prof.", "Prof", "Mr.", "Mrs.", "Ms.", "Sir", "Dame",
+];
+
 /// `name` as "Family, Given" when it is one person's name with the given names first; `None`
 /// when it already has a comma, is one word, or may be an organisation's.
 pub fn family_first(name: &str) -> Option<String> {
+    let mut words: Vec<&str> = name.split_whitespace().collect();
+    while words.len() > 1 && HONORIFICS.contains(&words[0]) {
+        words.remove(0);
+    }
+    given_first(name, &words)
+}
+
+/// As [`family_first`], and "Family INITIALS" (`Smith JK`, as PubMed writes names and RIS
+/// files often carry them) read as such. Not for the web's bylines and `citation_author`s,
+/// where a family name in capitals (`Kai LI`) or a company (`Meta AI`) looks the same.
+pub fn family_first_or_initials(name: &str) -> Option<String> {
     let words: Vec<&str> = name.split_whitespace().collect();
+    if !name.contains([',', ';', '&', '(', '/', '@'])
+        && let [family @ .., initials] = words.as_slice()
+        && !family.is_empty()
+        && family.len() <= 3
+        && !SUFFIXES.contains(initials)
+        && !ORGANISATION_WORDS.contains(&initials.to_lowercase().as_str())
+        && (1..=3).contains(&initials.chars().count())
+        && initials.chars().all(|c| c.is_uppercase())
+        && family.iter().all(|w| is_capitalised(w) || is_particle(w))
+        && family.last().is_some_and(|w| is_capitalised(w))
+        && !family
+            .iter()
+            .any(|w| ORGANISATION_WORDS.contains(&w.to_lowercase().as_str()))
+    {
+        let given: Vec<String> = initials.chars().map(|c| format!("{c}.")).collect();
+        return Some(format!("{}, {}", family.join(" "), given.join(" ")));
+    }
+    family_first(name)
+}
+
+fn given_first(name: &str, words: &[&str]) -> Option<String> {
     if name.contains([',', ';', '&', '(', '/', '@']) || !(2..=6).contains(&words.len()) {
         return None;
     }
@@ -87,19 +144,7 @@ pub fn family_first(name: &str) -> Option<String> {
     }) {
         return None;
     }
-    // "Smith JK", as PubMed and some journals write it: the family name, then initials.
-    if let [family @ .., initials] = words.as_slice()
-        && !family.is_empty()
-        && !SUFFIXES.contains(initials)
-        && (1..=3).contains(&initials.chars().count())
-        && initials.chars().all(|c| c.is_uppercase())
-        && family.iter().all(|w| is_capitalised(w) || is_particle(w))
-        && family.last().is_some_and(|w| is_capitalised(w))
-    {
-        let given: Vec<String> = initials.chars().map(|c| format!("{c}.")).collect();
-        return Some(format!("{}, {}", family.join(" "), given.join(" ")));
-    }
-    let (words, suffix) = match words.as_slice() {
+    let (words, suffix) = match words {
         [rest @ .., last] if SUFFIXES.contains(last) => (rest, Some(*last)),
         all => (all, None),
     };
@@ -192,9 +237,21 @@ mod tests {
     }
 
     #[test]
-    fn family_then_initials_reads_as_pubmed_writes_it() {
-        assert_eq!(f("Smith JK").as_deref(), Some("Smith, J. K."));
-        assert_eq!(f("van Gogh V").as_deref(), Some("van Gogh, V."));
+    fn family_then_initials_reads_as_pubmed_writes_it_where_a_file_says_so() {
+        let ris = super::family_first_or_initials;
+        assert_eq!(ris("Smith JK").as_deref(), Some("Smith, J. K."));
+        assert_eq!(ris("van Gogh V").as_deref(), Some("van Gogh, V."));
+        assert_eq!(ris("Ada Lovelace").as_deref(), Some("Lovelace, Ada"));
+        assert_eq!(ris("Siemens AG"), None);
+        // On the web the same shape is a family name in capitals or a company.
+        assert_eq!(f("Smith JK"), None);
+    }
+
+    #[test]
+    fn titles_before_a_name_are_left_out() {
+        assert_eq!(f("Dr. Jane Smith").as_deref(), Some("Smith, Jane"));
+        assert_eq!(f("Prof Ada Lovelace").as_deref(), Some("Lovelace, Ada"));
+        assert_eq!(f("Dr. Smith"), None);
     }
 
     #[test]
@@ -214,6 +271,14 @@ mod tests {
             "Research Team 4",
             "lowercase person",
             "BBC News",
+            "Kai LI",
+            "Jane DOE",
+            "Meta AI",
+            "Google AI",
+            "Siemens GmbH",
+            "British Library",
+            "World Bank",
+            "New Scientist",
         ] {
             assert_eq!(f(name), None, "{name}");
         }

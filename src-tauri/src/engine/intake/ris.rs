@@ -197,7 +197,7 @@ fn entry_of(tags: &[(String, String)]) -> Entry {
 /// A RIS name (`Family, Given`, `Family, Given, Suffix`, or one name) as "Family, Given".
 fn person(name: &str) -> Option<String> {
     // RIS says "Family, Given"; some programs write "Given Family" or "Family GK" anyway.
-    if let Some(turned) = crate::engine::person_name::family_first(name) {
+    if let Some(turned) = crate::engine::person_name::family_first_or_initials(name) {
         return Some(turned);
     }
     let mut parts = name.split(',').map(str::trim);
