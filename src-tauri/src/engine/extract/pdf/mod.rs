@@ -289,7 +289,8 @@ mod tests {
             "[12] and the later work of [13] describe it, and on the walls",
             "rebuilt after the big flood, as we described in the closing Section",
             "4. The data are available from the station on request, too.",
-            "[14] Smith, J. Mosses of the northern walls. Flora 3, 2001.",
+            "[14] Smith, J. Walls. Flora 3, 2001. https://doi.org/10.1/x",
+            "[15] Jones, K. Lichens and old walls. Flora 5, 2003, 17-29.",
         ];
         let drawn: Vec<(f64, f64, &str)> = lines
             .iter()
@@ -306,6 +307,10 @@ mod tests {
         assert!(
             paras[1].starts_with("[14] Smith"),
             "after a full stop, a label starts: {paras:#?}"
+        );
+        assert!(
+            paras[2].starts_with("[15] Jones"),
+            "after a DOI's link, too: {paras:#?}"
         );
     }
 

@@ -166,6 +166,18 @@ fn starts_with_label(text: &str) -> bool {
             .starts_with(char::is_uppercase)
 }
 
+/// Whether a line ends the way an item of a list or a reference does: with a sentence's end,
+/// or with an address (ACM's references end with their DOI's link, no full stop).
+fn ends_an_item(text: &str) -> bool {
+    let text = text.trim_end();
+    let last = text.rsplit(char::is_whitespace).next().unwrap_or(text);
+    text.ends_with(['.', ':', ';', '?', '!'])
+        || last.contains("://")
+        || last.starts_with("doi:")
+        || last.starts_with("arXiv:")
+        || (last.starts_with("10.") && last.contains('/'))
+}
+
 /// Does `b` start a new paragraph after `a`, from what the two lines show?
 fn breaks_between(a: &Line, b: &Line) -> bool {
     if !same_size(a.size, b.size) || b.gap_before {
@@ -173,7 +185,7 @@ fn breaks_between(a: &Line, b: &Line) -> bool {
     }
     // A label starts an item only after a line that ended one: mid-sentence, "…reported by" /
     // "[12] and the later work" and "…in Section" / "4. The data" go on.
-    if starts_with_label(&b.text) && a.text.trim_end().ends_with(['.', ':', ';', '?', '!']) {
+    if starts_with_label(&b.text) && ends_an_item(&a.text) {
         return true;
     }
     // `a` stopped short although `b`'s first word would have fitted after it.
