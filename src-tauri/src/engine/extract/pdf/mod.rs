@@ -289,8 +289,7 @@ mod tests {
             "[12] and the later work of [13] describe it, and on the walls",
             "rebuilt after the big flood, as we described in the closing Section",
             "4. The data are available from the station on request, too.",
-            "[14] Smith, J. Walls. Flora 3, 2001. https://doi.org/10.1/x",
-            "[15] Jones, K. Lichens and old walls. Flora 5, 2003, 17-29.",
+            "[14] Smith, J. Mosses of the northern walls. Flora 3, 2001.",
         ];
         let drawn: Vec<(f64, f64, &str)> = lines
             .iter()
@@ -308,10 +307,27 @@ mod tests {
             paras[1].starts_with("[14] Smith"),
             "after a full stop, a label starts: {paras:#?}"
         );
-        assert!(
-            paras[2].starts_with("[15] Jones"),
-            "after a DOI's link, too: {paras:#?}"
-        );
+        // A reference that ends with its DOI's link, and runs to the margin, as ACM's do.
+        let refs = [
+            (
+                72.0,
+                700.0,
+                "[14] Smith, J. Mosses of walls. Flora 3, 2001, 1-9.",
+            ),
+            (
+                72.0,
+                688.0,
+                "[15] Jones, K. Lichens. Flora 5. https://doi.org/10.1000/flora.5.17",
+            ),
+            (
+                72.0,
+                676.0,
+                "[16] Brown, A. Ferns in the joints of old walls.",
+            ),
+        ];
+        let text = extract_pdf(&pdf_drawing(&refs)).expect("extracts").text;
+        let paras = paragraphs(&text);
+        assert_eq!(paras.len(), 3, "one paragraph a reference: {paras:#?}");
     }
 
     /// A figure's big panel letters on page 2 do not outsize the title on page 1.
