@@ -307,48 +307,6 @@ fn a_firefox_bookmark_export_takes_its_links_and_skips_what_is_no_page() {
     assert!(arxiv["reference"]["citation_key"].is_null());
 }
 
-/// `--host-interval` spaces the requests to one host across processes, beside the connection
-/// limit, counted where the requests arrive: two workers on one queue, four jobs of one host.
-#[test]
-fn a_host_interval_holds_across_two_worker_processes() {
-    let server = FaultServer::start();
-    let sb = Sandbox::new();
-    let urls: Vec<String> = (0..4).map(|i| server.url(&format!("/ok/{i}"))).collect();
-    let mut args = vec!["add"];
-    args.extend(urls.iter().map(String::as_str));
-    assert!(sb.run(&args).status.success());
-    let flags = [
-        "--host-interval",
-        "127.0.0.1=400ms",
-        "--per-host",
-        "4",
-        "--concurrency",
-        "4",
-        "run",
-        "--until-idle",
-    ];
-    let workers: Vec<_> = (0..2)
-        .map(|_| {
-            sb.cmd()
-                .args(flags)
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .expect("worker")
-        })
-        .collect();
-    for mut w in workers {
-        assert!(w.wait().expect("wait").success());
-    }
-    let times = server.request_times("/ok/");
-    assert_eq!(times.len(), 4);
-    let gaps: Vec<u128> = times
-        .windows(2)
-        .map(|w| w[1].duration_since(w[0]).unwrap_or_default().as_millis())
-        .collect();
-    // Arrival lags its claim by a few milliseconds either way.
-    assert!(gaps.iter().all(|&g| g >= 350), "gaps in ms: {gaps:?}");
-}
-
 /// A DOI the resolver does not know dies at once as "no such DOI"; a DOI whose landing page is
 /// gone after the redirect is a plain 404 of the publisher.
 #[test]

@@ -12,7 +12,7 @@ use super::clock::Millis;
 
 mod intervals;
 
-pub use intervals::{HostIntervals, NO_INTERVALS, default_intervals};
+pub use intervals::{HostIntervals, NO_INTERVALS, as_claimed, default_intervals};
 
 /// The three classes of the design's table, as stored in `jobs.error_class`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

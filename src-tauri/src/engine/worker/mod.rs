@@ -394,10 +394,8 @@ impl Worker {
             run.summary.recovered += self.recover().await? as u64;
             // From the claim's own "now": a job that fell due after it was neither claimed nor
             // a future wake-up, and waited out the idle fallback.
-            let policy = policy.clone();
-            deadline = self
-                .db(move |s| s.next_wakeup(now, &policy.host_intervals))
-                .await?;
+            let intervals = crate::engine::policy::as_claimed(&policy.host_intervals);
+            deadline = self.db(move |s| s.next_wakeup(now, &intervals)).await?;
             if run.inflight.is_empty() && mode == RunMode::UntilIdle {
                 if !self.db(|s| s.has_active()).await? {
                     return Ok(Flow::Idle);
@@ -463,12 +461,13 @@ impl Worker {
         let free = if self.stalled().is_some() { 0 } else { free };
         let request = (free > 0).then(|| (self.lease(policy), policy.per_host.max(1)));
         let (store, clock) = (self.store.clone(), self.clock.clone());
+        let intervals = crate::engine::policy::as_claimed(&p.host_intervals);
         let (finished, step) = tokio::task::spawn_blocking(move || {
             let claim = request.map(|(lease, per_host)| ClaimRequest {
                 owner: &owner,
                 lease,
                 per_host,
-                intervals: &p.host_intervals,
+                intervals: &intervals,
                 max: free,
                 clock: Some(clock.as_ref()),
             });
