@@ -84,32 +84,68 @@ fn users(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// A query parameter whose name holds "password" (`?password=…`, `&sslpassword=…`, which a
-/// PostgreSQL address may carry) keeps its name and loses its value.
+/// Query parameter names whose value is a secret: access tokens, API keys, the signatures of
+/// signed links (S3, Google Cloud), and any name holding "password" (`?password=…`,
+/// `&sslpassword=…`, which a PostgreSQL address may carry).
+fn secret_parameter(name: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "token",
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "auth",
+        "api_key",
+        "apikey",
+        "api-key",
+        "secret",
+        "client_secret",
+        "sig",
+        "signature",
+        "x-amz-signature",
+        "x-amz-credential",
+        "x-amz-security-token",
+        "x-goog-signature",
+        "x-goog-credential",
+    ];
+    let name = name.to_ascii_lowercase();
+    name.contains("password") || NAMES.contains(&name.as_str())
+}
+
+/// A query parameter whose value is a secret ([`secret_parameter`]) keeps its name and loses
+/// its value.
 fn query_passwords(text: &str) -> Cow<'_, str> {
-    let lower = text.to_ascii_lowercase();
-    if !lower.contains("password=") {
+    if !text.contains('=') || !text.contains(['?', '&']) {
         return Cow::Borrowed(text);
     }
-    let mut out = String::with_capacity(text.len());
+    let bytes = text.as_bytes();
+    let mut out = String::new();
     let mut from = 0;
-    let mut search = 0;
-    while let Some(found) = lower[search..].find("password=") {
-        let at = search + found;
-        let value = at + "password=".len();
-        // Only a parameter: its name begins after `?` or `&` (`sslpassword` too).
-        let name_start = lower[..at].rfind(['?', '&', ' ']).map_or(0, |i| i + 1);
-        let in_query = name_start > 0 && matches!(text.as_bytes()[name_start - 1], b'?' | b'&');
-        let end = text[value..]
-            // A password may hold `)` or `'`: only what ends a query parameter ends it.
-            .find(|c: char| matches!(c, '&' | '#') || c.is_whitespace())
-            .map_or(text.len(), |i| value + i);
-        if in_query {
-            out.push_str(&text[from..value]);
-            out.push_str("***");
-            from = end;
+    let mut i = 0;
+    while i < bytes.len() {
+        if !matches!(bytes[i], b'?' | b'&') {
+            i += 1;
+            continue;
         }
-        search = end.max(value);
+        let name_start = i + 1;
+        let name_end = text[name_start..]
+            .find(|c: char| matches!(c, '=' | '&' | '#' | '?') || c.is_whitespace())
+            .map_or(text.len(), |k| name_start + k);
+        if !text[name_end..].starts_with('=') || !secret_parameter(&text[name_start..name_end]) {
+            i = name_end.max(i + 1);
+            continue;
+        }
+        let value = name_end + 1;
+        // A password may hold `)` or `'`: only what ends a query parameter ends it.
+        let end = text[value..]
+            .find(|c: char| matches!(c, '&' | '#') || c.is_whitespace())
+            .map_or(text.len(), |k| value + k);
+        out.push_str(&text[from..value]);
+        out.push_str("***");
+        from = end;
+        i = end;
+    }
+    if from == 0 {
+        return Cow::Borrowed(text);
     }
     out.push_str(&text[from..]);
     Cow::Owned(out)
@@ -161,6 +197,20 @@ mod tests {
         assert_eq!(
             text("at postgres://db/g?password=ab)cd'ef&sslmode=require failed"),
             "at postgres://db/g?password=***&sslmode=require failed"
+        );
+        // Tokens, keys and signatures in a link's query.
+        assert_eq!(
+            text("GET https://api.example/v1?api_key=K3Y&q=rivers&access_token=T0K failed"),
+            "GET https://api.example/v1?api_key=***&q=rivers&access_token=*** failed"
+        );
+        assert_eq!(
+            text("https://b.s3.example/p.pdf?X-Amz-Credential=AKIA&X-Amz-Signature=abc123"),
+            "https://b.s3.example/p.pdf?X-Amz-Credential=***&X-Amz-Signature=***"
+        );
+        assert_eq!(
+            text("see https://x.example/?q=token&tokens=1&keyword=a"),
+            "see https://x.example/?q=token&tokens=1&keyword=a",
+            "only a parameter so named, and not its value"
         );
         // A page's address in a lookup's query, percent-encoded.
         assert_eq!(
