@@ -63,7 +63,9 @@ pub fn render_blocks(
     // backslashes as escapes and its `^{*}` as emphasis.
     options.insert(Options::ENABLE_MATH);
     let base = base.and_then(|b| url::Url::parse(b).ok());
-    let mut events = Guarded::new(Parser::new_ext(markdown, options), base).peekable();
+    let mut guarded = Guarded::new(Parser::new_ext(markdown, options), base);
+    guarded.anchors = footnote_names(markdown);
+    let mut events = guarded.peekable();
     let sanitizer = sanitizer();
     let mut out = Rendered::default();
     let mut raw = String::new();
@@ -154,12 +156,24 @@ struct Guarded<'a, I> {
     footnotes: HashMap<CowStr<'a>, usize>,
     queued: Option<Event<'a>>,
     base: Option<url::Url>,
+    /// The footnotes the document defines: the only ids a `#` link can reach in it.
+    anchors: HashSet<String>,
+}
+
+/// The names of the footnotes `markdown` defines (`[^name]: …` at a line's start).
+fn footnote_names(markdown: &str) -> HashSet<String> {
+    markdown
+        .lines()
+        .filter_map(|line| line.trim_start().strip_prefix("[^"))
+        .filter_map(|rest| rest.split_once("]:").map(|(name, _)| name.to_string()))
+        .collect()
 }
 
 impl<'a, I: Iterator<Item = Event<'a>>> Guarded<'a, I> {
     fn new(inner: I, base: Option<url::Url>) -> Self {
         Self {
             base,
+            anchors: HashSet::new(),
             inner,
             in_image: 0,
             links: Vec::new(),
@@ -232,7 +246,12 @@ impl<'a, I: Iterator<Item = Event<'a>>> Iterator for Guarded<'a, I> {
                         }
                         _ => dest_url,
                     };
-                    let keep = self.in_image == 0 && safe_target(&dest_url);
+                    // A page's own `#fn2` points at an id its Markdown does not carry: a link
+                    // that goes nowhere is plain words.
+                    let reachable = dest_url
+                        .strip_prefix('#')
+                        .is_none_or(|name| self.anchors.contains(name));
+                    let keep = self.in_image == 0 && reachable && safe_target(&dest_url);
                     self.links.push(keep);
                     if !keep {
                         continue;
@@ -419,7 +438,17 @@ mod tests {
             );
         }
         assert!(!html.contains("javascript"), "{html}");
-        assert!(html.contains("href=\"#doc-usage\""), "{html}");
+        // `#usage` is no footnote of this document: a link to nowhere is plain words.
+        assert!(
+            !html.contains("#doc-usage") && html.contains("top"),
+            "{html}"
+        );
+        let notes = markdown_to_html("See [the note](#n1) and [gone](#fn2).\n\n[^n1]: A note.\n");
+        assert!(notes.contains("href=\"#doc-n1\""), "{notes}");
+        assert!(
+            !notes.contains("#doc-fn2") && notes.contains("gone"),
+            "{notes}"
+        );
         // A base that is no web address makes nothing absolute.
         let file = render_blocks(md, Some("file:///etc/x.md"), 0, usize::MAX, 1)
             .pieces
