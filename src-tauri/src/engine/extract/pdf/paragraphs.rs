@@ -385,9 +385,14 @@ fn append(out: &mut String, next: &str, words: &Vocabulary) {
     out.push_str(next);
 }
 
+/// Heads that make compounds with a hyphen (`self-consistent`, `non-zero`, `well-known`), and
+/// that a typesetter's hyphenation of one word rarely ends on.
+const COMPOUND_HEADS: &[&str] = &["self", "non", "well", "ill", "cross", "half", "quasi"];
+
 /// Whether a line-final hyphen between two lowercase parts is the word's own: the part before
-/// holds a hyphen already ("state-of-the-"), or the document writes the word with a hyphen
-/// elsewhere and never without.
+/// holds a hyphen already ("state-of-the-"), the document writes the word with a hyphen
+/// elsewhere and never without, or the part before is a compound's head (`self-`) and the
+/// document never writes the two closed up.
 fn keeps_hyphen(stem: &str, next: &str, words: &Vocabulary) -> bool {
     let head = normal(stem);
     if head.contains('-') {
@@ -395,8 +400,10 @@ fn keeps_hyphen(stem: &str, next: &str, words: &Vocabulary) -> bool {
     }
     let tail = normal(next.split_whitespace().next().unwrap_or(""));
     let tail = tail.split('-').next().unwrap_or("");
-    words.hyphenated.contains(&format!("{head}-{tail}"))
-        && !words.plain.contains(&format!("{head}{tail}"))
+    let closed = words.plain.contains(&format!("{head}{tail}"));
+    (words.hyphenated.contains(&format!("{head}-{tail}"))
+        || COMPOUND_HEADS.contains(&head.as_str()))
+        && !closed
 }
 
 #[cfg(test)]
@@ -507,6 +514,24 @@ mod tests {
             text,
             "the information of a state-of-the-art north-facing wall, a North-facing one, a \
              Franco-Prussian map of COVID-19 pages 127–226 and a dash - here."
+        );
+    }
+
+    /// A compound whose head is `self-`, `non-` or `well-` keeps its hyphen at a line's end,
+    /// unless the document writes it closed up elsewhere.
+    #[test]
+    fn a_compounds_hyphen_at_a_line_end_stays() {
+        let text = compose_lines(vec![
+            full("a self-", 0),
+            full("consistent and non-", 1),
+            full("zero field of well-", 2),
+            full("known mosses, nonlinear and non-", 3),
+            full("linear alike.", 4),
+        ]);
+        assert_eq!(
+            text,
+            "a self-consistent and non-zero field of well-known mosses, nonlinear and \
+             nonlinear alike."
         );
     }
 
