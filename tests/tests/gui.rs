@@ -357,13 +357,7 @@ fn dropped_links_and_bookmark_files_are_queued() {
             server.url("/page?title=Bookmark%20A"),
             server.url("/page?title=Bookmark%20B"),
         );
-        s.js(
-            "const dt = new DataTransfer();\
-             dt.items.add(new File([arguments[0]], 'bookmarks.html', { type: 'text/html' }));\
-             document.body.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));",
-            vec![json!(bookmarks)],
-        )
-        .await;
+        drop_text_file(&s, "bookmarks.html", "text/html", &bookmarks).await;
         s.wait_text(
             "add-summary",
             |t| t == "2 links queued, 0 duplicates, 0 rejected.",
@@ -403,13 +397,7 @@ fn dropped_links_and_bookmark_files_are_queued() {
              \"uri\":\"place:sort=8&maxResults=10\"}}]}}]}}",
             server.url("/page?title=Backed%20up")
         );
-        s.js(
-            "const dt = new DataTransfer();\
-             dt.items.add(new File([arguments[0]], 'bookmarks-2026-12-03.json', { type: 'application/json' }));\
-             document.body.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));",
-            vec![json!(backup)],
-        )
-        .await;
+        drop_text_file(&s, "bookmarks-2026-12-03.json", "application/json", &backup).await;
         s.wait_text(
             "add-summary",
             |t| t == "1 link queued, 0 duplicates, 0 rejected, 1 skipped.",
@@ -446,13 +434,7 @@ fn dropped_links_and_bookmark_files_are_queued() {
              <DT><A HREF=\"{}\">A</A>\n</DL><p>\n</DL>\n",
             server.url("/page?title=Bookmark%20A"),
         );
-        s.js(
-            "const dt = new DataTransfer();\
-             dt.items.add(new File([arguments[0]], 'bookmarks.html', { type: 'text/html' }));\
-             document.body.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));",
-            vec![json!(refiled)],
-        )
-        .await;
+        drop_text_file(&s, "bookmarks.html", "text/html", &refiled).await;
         s.wait_text(
             "add-summary",
             |t| t == "0 links queued, 1 duplicate (1 with new tags), 0 rejected.",
@@ -2530,4 +2512,15 @@ async fn spoken_state(s: &DesktopSession) -> String {
     .as_str()
     .unwrap_or_default()
     .to_string()
+}
+
+/// A file of `text` dropped on the window, as a file manager drops one.
+async fn drop_text_file(s: &DesktopSession, name: &str, mime: &str, text: &str) {
+    s.js(
+        "const dt = new DataTransfer();\
+         dt.items.add(new File([arguments[0]], arguments[1], { type: arguments[2] }));\
+         document.body.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));",
+        vec![json!(text), json!(name), json!(mime)],
+    )
+    .await;
 }

@@ -56,6 +56,15 @@ fn document_of(sb: &Sandbox, id: &str) -> String {
     job["document"].as_str().expect("document").to_string()
 }
 
+/// A browser's bookmark export holding `url` in the folder `folder`.
+fn bookmark_in(folder: &str, url: &str) -> String {
+    format!(
+        "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<TITLE>Bookmarks</TITLE>\n<H1>Bookmarks</H1>\n\
+         <DL><p>\n    <DT><H3>{folder}</H3>\n    <DL><p>\n        \
+         <DT><A HREF=\"{url}\">Braided rivers</A>\n    </DL><p>\n</DL><p>\n"
+    )
+}
+
 #[test]
 fn keywords_and_folders_are_tags_that_filter_search_and_are_set_by_hand() {
     let publisher = Publisher::start();
@@ -93,15 +102,7 @@ fn keywords_and_folders_are_tags_that_filter_search_and_are_set_by_hand() {
     )
     .expect("bib");
     let bookmarks = sb.path().join("bookmarks.html");
-    std::fs::write(
-        &bookmarks,
-        format!(
-            "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<TITLE>Bookmarks</TITLE>\n<H1>Bookmarks</H1>\n\
-             <DL><p>\n    <DT><H3>Reading group</H3>\n    <DL><p>\n        \
-             <DT><A HREF=\"{rivers}\">Braided rivers</A>\n    </DL><p>\n</DL><p>\n"
-        ),
-    )
-    .expect("bookmarks");
+    std::fs::write(&bookmarks, bookmark_in("Reading group", &rivers)).expect("bookmarks");
     let added = succeed(&sb, &["add", "--file", bib.to_str().expect("path")]);
     assert!(added.contains("queued 1 "), "{added}");
     let added = succeed(&sb, &["add", "--file", bookmarks.to_str().expect("path")]);
@@ -210,15 +211,7 @@ fn keywords_and_folders_are_tags_that_filter_search_and_are_set_by_hand() {
 
     // The bookmarks exported again after the link moved to another folder: the duplicate's
     // new folder is added to its job and its document, and the line says so.
-    std::fs::write(
-        &bookmarks,
-        format!(
-            "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<TITLE>Bookmarks</TITLE>\n<H1>Bookmarks</H1>\n\
-             <DL><p>\n    <DT><H3>Field work</H3>\n    <DL><p>\n        \
-             <DT><A HREF=\"{rivers}\">Braided rivers</A>\n    </DL><p>\n</DL><p>\n"
-        ),
-    )
-    .expect("bookmarks");
+    std::fs::write(&bookmarks, bookmark_in("Field work", &rivers)).expect("bookmarks");
     let again = succeed(&sb, &["add", "--file", bookmarks.to_str().expect("path")]);
     assert!(
         again.contains("duplicate 2 ") && again.contains("(done; tags added: Field work;"),

@@ -164,15 +164,11 @@ pub async fn read_document_rest(
         if doc != document {
             return Err("The document was fetched again while it was open: open it again.".into());
         }
-        let base = base_of(&text);
-        Ok(render::render_blocks(
-            body_of(&text),
-            base.as_deref(),
-            from,
-            render::PIECE_BYTES,
-            usize::MAX,
+        let (meta, body) = split_document(&text);
+        Ok(
+            render::render_blocks(body, base_in(&meta), from, render::PIECE_BYTES, usize::MAX)
+                .pieces,
         )
-        .pieces)
     })
     .await
 }
@@ -214,30 +210,24 @@ fn document_text(
     Ok((job.url, doc, path, text))
 }
 
-/// The address a document's body came from (its front matter's `final_url`, else `url`): its
-/// relative links are relative to it.
-fn base_of(text: &str) -> Option<String> {
-    let (meta, _) = read_document(text)?;
-    ["final_url", "url"]
-        .iter()
-        .find_map(|k| meta.get(*k).and_then(|v| v.as_str()).map(str::to_string))
+/// A document's front matter and its Markdown (a file without front matter is all body).
+fn split_document(text: &str) -> (serde_json::Map<String, serde_json::Value>, &str) {
+    let (meta, body) = read_document(text).unwrap_or_default();
+    let body = if meta.is_empty() { text } else { body };
+    (meta, body)
 }
 
-/// A document's Markdown without its front matter (a file without any is all body).
-fn body_of(text: &str) -> &str {
-    match read_document(text) {
-        Some((meta, body)) if !meta.is_empty() => body,
-        _ => text,
-    }
+/// The address a document's body came from (its front matter's `final_url`, else `url`): its
+/// relative links are relative to it.
+fn base_in(meta: &serde_json::Map<String, serde_json::Value>) -> Option<&str> {
+    ["final_url", "url"]
+        .iter()
+        .find_map(|k| meta.get(*k).and_then(|v| v.as_str()))
 }
 
 fn reading(id: i64, url: &str, doc: &str, path: &Path, text: &str, tags: Vec<String>) -> Reading {
-    let (meta, body) = read_document(text).unwrap_or_default();
-    let body = if meta.is_empty() { text } else { body };
-    let base = ["final_url", "url"]
-        .iter()
-        .find_map(|k| meta.get(*k).and_then(|v| v.as_str()));
-    let first = render::render_blocks(body, base, 0, render::FIRST_PIECE_BYTES, 1);
+    let (meta, body) = split_document(text);
+    let first = render::render_blocks(body, base_in(&meta), 0, render::FIRST_PIECE_BYTES, 1);
     let field = |key: &str| {
         meta.get(key)
             .and_then(|v| v.as_str())

@@ -98,9 +98,17 @@ const HONORIFICS: &[&str] = &[
     "Dr.", "Dr", "Prof.", "Prof", "Mr.", "Mrs.", "Ms.", "Sir", "Dame",
 ];
 
+/// Characters no one person's name holds: a list, a corporate name, an address.
+const NOT_ONE_NAME: [char; 6] = [',', ';', '&', '(', '/', '@'];
+
 /// `name` as "Family, Given" when it is one person's name with the given names first; `None`
 /// when it already has a comma, is one word, or may be an organisation's.
 pub fn family_first(name: &str) -> Option<String> {
+    family_and_given(name).map(|(family, given)| format!("{family}, {given}"))
+}
+
+/// [`family_first`]'s two parts: the family name and the given names.
+pub fn family_and_given(name: &str) -> Option<(String, String)> {
     let mut words: Vec<&str> = name.split_whitespace().collect();
     while words.len() > 1 && HONORIFICS.contains(&words[0]) {
         words.remove(0);
@@ -113,7 +121,7 @@ pub fn family_first(name: &str) -> Option<String> {
 /// where a family name in capitals (`Kai LI`) or a company (`Meta AI`) looks the same.
 pub fn family_first_or_initials(name: &str) -> Option<String> {
     let words: Vec<&str> = name.split_whitespace().collect();
-    if !name.contains([',', ';', '&', '(', '/', '@'])
+    if !name.contains(NOT_ONE_NAME)
         && let [family @ .., initials] = words.as_slice()
         && !family.is_empty()
         && family.len() <= 3
@@ -133,8 +141,8 @@ pub fn family_first_or_initials(name: &str) -> Option<String> {
     family_first(name)
 }
 
-fn given_first(name: &str, words: &[&str]) -> Option<String> {
-    if name.contains([',', ';', '&', '(', '/', '@']) || !(2..=6).contains(&words.len()) {
+fn given_first(name: &str, words: &[&str]) -> Option<(String, String)> {
+    if name.contains(NOT_ONE_NAME) || !(2..=6).contains(&words.len()) {
         return None;
     }
     if words.iter().any(|w| {
@@ -172,7 +180,7 @@ fn given_first(name: &str, words: &[&str]) -> Option<String> {
     }
     let family: Vec<&str> = particles.iter().chain([family_last]).copied().collect();
     let given: Vec<&str> = given.iter().copied().chain(suffix).collect();
-    Some(format!("{}, {}", family.join(" "), given.join(" ")))
+    Some((family.join(" "), given.join(" ")))
 }
 
 fn is_particle(word: &str) -> bool {

@@ -282,13 +282,10 @@ fn byline_person(byline: &str) -> Option<Person> {
             });
         }
     }
-    if let Some((family, given)) = crate::engine::person_name::family_first(text)
-        .as_deref()
-        .and_then(|n| n.split_once(", "))
-    {
+    if let Some((family, given)) = crate::engine::person_name::family_and_given(text) {
         return Some(Person::Name {
-            family: family.to_string(),
-            given: Some(given.to_string()),
+            family,
+            given: Some(given),
         });
     }
     Some(Person::Literal(text.to_string()))

@@ -164,7 +164,7 @@ fn attr_value_after<'a>(haystack: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
     None
 }
 
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+pub(super) fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     if needle.is_empty() {
         return Some(0); // `windows(0)` would panic
     }

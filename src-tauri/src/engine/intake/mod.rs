@@ -421,13 +421,6 @@ fn shown(input: &str) -> String {
 /// terminal that prints it (clear it, retitle it, or on some terminals write the clipboard).
 /// Bidi controls ([`is_bidi_control`]) are escaped too: a right-to-left override in a title
 /// reorders the rest of the line it is shown on, in a terminal as in the window's table.
-/// A link as a person is shown it: without the user name and password it may hold (the queue
-/// keeps them, to fetch with; a screen or a terminal's scrollback need not), then
-/// [`printable`].
-pub fn shown_url(url: &str) -> String {
-    printable(&without_credentials(url)).into_owned()
-}
-
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     let odd = |c: char| c.is_control() || is_bidi_control(c);
     if !text.contains(odd) {
@@ -794,6 +787,13 @@ pub fn without_credentials(url: &str) -> std::borrow::Cow<'_, str> {
         }
         _ => url.into(),
     }
+}
+
+/// A link as a person is shown it: without the user name and password it may hold (the queue
+/// keeps them, to fetch with; a screen or a terminal's scrollback need not), then
+/// [`printable`].
+pub fn shown_url(url: &str) -> String {
+    printable(&without_credentials(url)).into_owned()
 }
 
 /// The duplicate key: scheme and host lower-cased and default port dropped (the URL parser

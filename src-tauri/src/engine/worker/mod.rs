@@ -461,16 +461,19 @@ impl Worker {
         let free = if self.stalled().is_some() { 0 } else { free };
         let request = (free > 0).then(|| (self.lease(policy), policy.per_host.max(1)));
         let (store, clock) = (self.store.clone(), self.clock.clone());
-        let intervals = crate::engine::policy::as_claimed(&p.host_intervals);
+        // Made only for a step that claims.
+        let intervals = request.map(|_| crate::engine::policy::as_claimed(&p.host_intervals));
         let (finished, step) = tokio::task::spawn_blocking(move || {
-            let claim = request.map(|(lease, per_host)| ClaimRequest {
-                owner: &owner,
-                lease,
-                per_host,
-                intervals: &intervals,
-                max: free,
-                clock: Some(clock.as_ref()),
-            });
+            let claim = request
+                .zip(intervals.as_ref())
+                .map(|((lease, per_host), intervals)| ClaimRequest {
+                    owner: &owner,
+                    lease,
+                    per_host,
+                    intervals,
+                    max: free,
+                    clock: Some(clock.as_ref()),
+                });
             let step = store.step(&mut finished, &p, now, claim.as_ref());
             (finished, step)
         })

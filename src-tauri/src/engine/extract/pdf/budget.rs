@@ -10,6 +10,8 @@ use std::io::{Read, Write};
 
 use pdf_extract::{Document, Object, ObjectId, Stream};
 
+use super::super::decode::find;
+
 /// The most content (operators, its forms' included) one page may inflate to: a page of text
 /// is tens of KB, a dense vector drawing a few MB.
 pub(super) const PAGE_BYTES: u64 = 4 << 20;
@@ -41,10 +43,6 @@ pub(super) fn object_stream_bytes(body: &[u8], cap: u64) -> u64 {
         from = data;
     }
     total
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 /// What a page costs to read, as [`Budget::page`] measures it.
