@@ -232,6 +232,7 @@ fn entry_of(item: &Map<String, Value>) -> Entry {
         doi: text("DOI"),
         url: text("URL"),
         pmid: id("PMID").filter(|p| is_pmid(p)),
+        pmcid: text("PMCID"),
         title: text("title").map(|t| plain(&t)).filter(|t| !t.is_empty()),
         authors: match item.get("author") {
             Some(Value::Array(people)) => people.iter().filter_map(person).collect(),
@@ -418,6 +419,7 @@ mod tests {
                 doi: Some("10.1038/nature12373".into()),
                 arxiv: None,
                 pmid: None,
+                pmcid: None,
                 url: Some("https://www.nature.com/articles/nature12373".into()),
                 title: Some("Nanometre-scale thermometry in a living cell".into()),
                 authors: authors.iter().map(|a| a.to_string()).collect(),
@@ -643,5 +645,11 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_pmc_id_is_read() {
+        let e = one(r#"{"id": "pmc_only", "PMCID": "PMC6738313"}"#);
+        assert_eq!(e.pmcid.as_deref(), Some("PMC6738313"));
     }
 }

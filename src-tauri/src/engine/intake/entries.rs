@@ -42,6 +42,12 @@ fn entry_found(entry: Entry, source: EntrySource) -> Found {
         .or_else(|| entry.url.clone())
         .unwrap_or_else(|| "(an entry without a name)".into());
     let target = target(&entry);
+    let bad_doi = entry
+        .doi
+        .as_deref()
+        .map(str::trim)
+        .filter(|d| !d.is_empty() && doi_of(d).is_none())
+        .map(shown);
     let reference = Box::new(Reference {
         title: entry.title.filter(|t| !t.trim().is_empty()),
         citation_key: match source {
@@ -71,11 +77,17 @@ fn entry_found(entry: Entry, source: EntrySource) -> Found {
         },
         None => Found::Rejected {
             input: shown(&name),
-            reason: match source {
-                EntrySource::References => {
+            reason: match (source, bad_doi) {
+                (EntrySource::References, Some(doi)) => format!(
+                    "nothing to fetch: its DOI field \"{doi}\" is not a DOI (10.<number>/<name>), \
+                     and it has no arXiv id, PubMed id or URL"
+                ),
+                (EntrySource::References, None) => {
                     "nothing to fetch: the entry has no DOI, arXiv id, PubMed id or URL".into()
                 }
-                EntrySource::Bookmarks => "nothing to fetch: the bookmark has no address".into(),
+                (EntrySource::Bookmarks, _) => {
+                    "nothing to fetch: the bookmark has no address".into()
+                }
             },
         },
     }
@@ -124,14 +136,23 @@ fn target(entry: &Entry) -> Option<Target> {
             .then(|| Identifier::Pmid(p.trim_start_matches('0').to_string()))
             .filter(|id| !matches!(id, Identifier::Pmid(p) if p.is_empty()))
     });
-    doi.or(arxiv).or(pmid).map(Target::Id).or_else(|| {
-        entry
-            .url
-            .as_deref()
-            .map(str::trim)
-            .filter(|u| !u.is_empty())
-            .map(|u| Target::Url(u.to_string()))
-    })
+    let pmcid = entry.pmcid.as_deref().map(str::trim).and_then(|p| {
+        identifiers::pmcid(p)
+            .filter(|(_, len)| *len == p.len())
+            .map(|(id, _)| Identifier::Pmcid(id))
+    });
+    doi.or(arxiv)
+        .or(pmid)
+        .or(pmcid)
+        .map(Target::Id)
+        .or_else(|| {
+            entry
+                .url
+                .as_deref()
+                .map(str::trim)
+                .filter(|u| !u.is_empty())
+                .map(|u| Target::Url(u.to_string()))
+        })
 }
 
 /// A DOI field as files write it: bare, `doi:…`, or a resolver link.
@@ -191,9 +212,16 @@ mod tests {
         };
         let f = found(Item::Entry(no_arxiv.clone()), EntrySource::References);
         assert_eq!(url_of(&f), "pmid:31452104");
-        let only_url = Entry {
+        let no_pmid = Entry {
             pmid: None,
+            pmcid: Some("PMC6738312".into()),
             ..no_arxiv
+        };
+        let f = found(Item::Entry(no_pmid.clone()), EntrySource::References);
+        assert_eq!(url_of(&f), "pmcid:PMC6738312");
+        let only_url = Entry {
+            pmcid: None,
+            ..no_pmid
         };
         let f = found(Item::Entry(only_url), EntrySource::References);
         assert_eq!(url_of(&f), "https://example.com/paper");
@@ -268,5 +296,23 @@ mod tests {
             EntrySource::Bookmarks,
         );
         assert!(matches!(f, Found::Skipped { ref input, .. } if input == "Most Visited"));
+    }
+
+    #[test]
+    fn a_doi_field_that_is_not_a_doi_is_named_in_the_rejection() {
+        let e = Entry {
+            doi: Some("10/bx4k".into()),
+            ..entry("short")
+        };
+        match found(Item::Entry(e), EntrySource::References) {
+            Found::Rejected { input, reason } => {
+                assert_eq!(input, "short");
+                assert!(
+                    reason.contains("DOI field \"10/bx4k\" is not a DOI"),
+                    "{reason}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

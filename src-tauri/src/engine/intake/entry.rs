@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 /// An entry's own fields, as the file gives them (trimmed, markup such as BibTeX braces
-/// removed). Intake takes its DOI, else its arXiv id, else its PubMed id, else its URL.
+/// removed). Intake takes its DOI, else its arXiv id, else its PubMed id, else its PMC id, else its URL.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Entry {
     /// The entry's name in its file: BibTeX's citation key, RIS's `ID`, CSL-JSON's `id`, a
@@ -16,6 +16,8 @@ pub struct Entry {
     pub arxiv: Option<String>,
     /// A PubMed id as written.
     pub pmid: Option<String>,
+    /// A PubMed Central id as written (`PMC6738312`).
+    pub pmcid: Option<String>,
     /// A web address as written.
     pub url: Option<String>,
     pub title: Option<String>,

@@ -234,6 +234,47 @@ pub fn in_text(line: &str) -> Vec<Span> {
     out
 }
 
+/// Labelled identifiers that are not one (`doi: 10.1038.`, `PMID: 0314521`,
+/// `arXiv:1501.0001`): where each starts and ends in `line`, and what it is not. A label
+/// counts only with its colon and a value that starts as the identifier would: "doi is a
+/// prefix" is prose.
+pub fn malformed(line: &str) -> Vec<(usize, usize, &'static str)> {
+    const LABELS: &[(&str, &str)] = &[
+        ("doi:", "a DOI (10.<number>/<name>)"),
+        ("arxiv:", "an arXiv id (2101.00001, hep-th/9901001)"),
+        ("pmcid:", "a PMC id (PMC and digits)"),
+        ("pmid:", "a PubMed id (1 to 9 digits, the first not 0)"),
+    ];
+    let lower = line.to_ascii_lowercase();
+    let mut out = Vec::new();
+    for (label, what) in LABELS {
+        for (i, _) in lower.match_indices(label) {
+            if line[..i].chars().next_back().is_some_and(is_word_char)
+                || labelled(line, &lower, i).is_some()
+            {
+                continue;
+            }
+            let start = i + label.len();
+            let value = line[start..].trim_start_matches([' ', '\t']);
+            let begun = match *label {
+                "doi:" => value.starts_with("10"),
+                "pmcid:" => value
+                    .get(..3)
+                    .is_some_and(|p| p.eq_ignore_ascii_case("pmc")),
+                _ => value.starts_with(|c: char| c.is_ascii_digit()),
+            };
+            if begun {
+                let at = line.len() - value.len();
+                let len = value.find(char::is_whitespace).unwrap_or(value.len());
+                let end = at + value[..len].trim_end_matches(['.', ',', ';', ')']).len();
+                out.push((i, end, *what));
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
 fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || matches!(c, '_' | '/' | '.' | '-')
 }
@@ -382,20 +423,25 @@ pub fn doi_at(s: &str) -> Option<(String, usize)> {
     j += 1;
     let suffix_start = j;
     // The suffix runs to whitespace, to a character beyond ASCII (quotes, dashes), or to one
-    // that never ends a DOI in prose.
+    // that never ends a DOI in prose. A comma too: Crossref's DOIs have none, and a CSV's next
+    // cell follows one.
     let stops = |c: char| {
-        !c.is_ascii_graphic() || matches!(c, '"' | '<' | '>' | '{' | '}' | '|' | '\\' | '^' | '`')
+        !c.is_ascii_graphic()
+            || matches!(
+                c,
+                '"' | '<' | '>' | '{' | '}' | '|' | '\\' | '^' | '`' | ','
+            )
     };
     let mut end = j;
     loop {
         end = s[end..].find(stops).map_or(s.len(), |k| end + k);
-        // A SICI's part in angle brackets (`<249::AID-JBM14>`), as Wiley's DOIs of 1996–2003
-        // have it, belongs to the DOI; other angle brackets delimit it.
+        // A SICI's part in angle brackets (`<249::AID-JBM14>` in Wiley's DOIs of 1996–2003,
+        // `<0130:DNF>` in the AMS's) belongs to the DOI; other angle brackets delimit it.
         let Some(inside) = s[end..].strip_prefix('<') else {
             break;
         };
         match inside.find(stops) {
-            Some(k) if inside[k..].starts_with('>') && inside[..k].contains("::") => {
+            Some(k) if inside[k..].starts_with('>') && inside[..k].contains(':') => {
                 end += k + 2;
             }
             _ => break,
@@ -503,7 +549,7 @@ fn is_pmid(s: &str) -> bool {
 }
 
 /// `PMC` + digits at the start of `s`, not glued to more letters or digits.
-fn pmcid(s: &str) -> Option<(String, usize)> {
+pub fn pmcid(s: &str) -> Option<(String, usize)> {
     let rest = s.get(..3).filter(|p| p.eq_ignore_ascii_case("pmc"))?;
     let _ = rest;
     let n = s[3..].bytes().take_while(u8::is_ascii_digit).count();
@@ -568,6 +614,29 @@ mod tests {
         assert_eq!(ids("<10.1038/nature12373>"), ["doi:10.1038/nature12373"]);
         assert_eq!(ids("10.1038/nature12373<br>"), ["doi:10.1038/nature12373"]);
         assert_eq!(ids("10.1000/a<b::c"), ["doi:10.1000/a"], "never closed");
+    }
+
+    #[test]
+    fn the_ams_and_esa_sici_dois_are_whole() {
+        // One colon inside the brackets: two different papers of one issue used to meet as
+        // `10.1175/1520-0469(1963)020`.
+        for sici in [
+            "10.1175/1520-0469(1963)020<0130:DNF>2.0.CO;2",
+            "10.1890/0012-9658(2002)083[0001:AMFTPP]2.0.CO;2",
+        ] {
+            assert_eq!(ids(sici), [format!("doi:{sici}")]);
+            assert_eq!(ids(&format!("doi: {sici}.")), [format!("doi:{sici}")]);
+            let link = url::Url::parse(&format!("https://doi.org/{sici}")).expect("a link");
+            assert_eq!(from_link(&link), Some(Identifier::doi(sici.to_string())));
+        }
+    }
+
+    #[test]
+    fn a_doi_ends_at_a_comma() {
+        assert_eq!(
+            ids("Kucsko G.,Nanometre,2013,10.1038/nature12373,https://www.scopus.com/x"),
+            ["doi:10.1038/nature12373"]
+        );
     }
 
     #[test]

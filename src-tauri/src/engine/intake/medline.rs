@@ -147,6 +147,7 @@ fn entry_of(tags: &[(String, String)]) -> Entry {
     };
     let first = |names: &[&'static str]| names.iter().find_map(|n| all(n).next()).map(String::from);
     let pmid = all("PMID").next().filter(|p| is_pmid(p)).map(String::from);
+    let pmcid = all("PMC").next().map(String::from);
     // The article's own DOI: `LID`/`AID - 10.1001/jama.2019.11921 [doi]`.
     let doi = all("LID")
         .chain(all("AID"))
@@ -173,6 +174,7 @@ fn entry_of(tags: &[(String, String)]) -> Entry {
     let mut entry = Entry {
         doi,
         pmid,
+        pmcid,
         title: first(&["TI", "BTI"]),
         authors,
         issued: all("DP").find_map(issued_from_dp),
@@ -353,5 +355,11 @@ mod tests {
             items[0]
         );
         assert_eq!(entries(&items)[0].title.as_deref(), Some("After it."));
+    }
+
+    #[test]
+    fn a_records_pmc_id_is_read() {
+        let items = read("PMID- 23903748\nTI  - A paper\nPMC - PMC4221854\n\n");
+        assert_eq!(entries(&items)[0].pmcid.as_deref(), Some("PMC4221854"));
     }
 }

@@ -108,7 +108,9 @@ pub fn scan_text(text: &str) -> Vec<Found> {
 /// every line of a file, so a file is never held whole.
 pub fn scan_line(line: &str, out: &mut Vec<Found>) {
     let before = out.len();
-    let mut ids = identifiers::in_text(line).into_iter().peekable();
+    let mut ids = one_paper_once(identifiers::in_text(line))
+        .into_iter()
+        .peekable();
     for token in candidates(line) {
         // In line order: identifiers written before this link first.
         let at = token.as_ptr() as usize - line.as_ptr() as usize;
@@ -120,6 +122,12 @@ pub fn scan_line(line: &str, out: &mut Vec<Found>) {
     for span in ids {
         out.push(identifier_found(&line[span.start..span.end], &span.id));
     }
+    for (start, end, what) in identifiers::malformed(line) {
+        out.push(Found::Rejected {
+            input: shown(&line[start..end]),
+            reason: format!("not {what}"),
+        });
+    }
     let trimmed = line.trim();
     if out.len() == before && is_lone_word(trimmed) {
         out.push(Found::Rejected {
@@ -127,6 +135,30 @@ pub fn scan_line(line: &str, out: &mut Vec<Found>) {
             reason: no_address_reason(trimmed),
         });
     }
+}
+
+/// A line citing one paper by its DOI, PubMed id and PMC id (PubMed's own citation format)
+/// names it once: by its DOI, else its PubMed id. A line of several DOIs or PubMed ids is a
+/// list, and keeps every one.
+fn one_paper_once(mut spans: Vec<identifiers::Span>) -> Vec<identifiers::Span> {
+    let count = |spans: &[identifiers::Span], kind: fn(&Identifier) -> bool| {
+        spans.iter().filter(|s| kind(&s.id)).count()
+    };
+    let is_doi = |id: &Identifier| matches!(id, Identifier::Doi(_));
+    let is_pmid = |id: &Identifier| matches!(id, Identifier::Pmid(_));
+    let is_pmcid = |id: &Identifier| matches!(id, Identifier::Pmcid(_));
+    let (dois, pmids, pmcids) = (
+        count(&spans, is_doi),
+        count(&spans, is_pmid),
+        count(&spans, is_pmcid),
+    );
+    if pmcids == 1 && (dois == 1 || pmids == 1) {
+        spans.retain(|s| !is_pmcid(&s.id));
+    }
+    if pmids == 1 && dois == 1 {
+        spans.retain(|s| !is_pmid(&s.id));
+    }
+    spans
 }
 
 /// How much of the start of a file or standard input decides whether it is text.
@@ -138,7 +170,7 @@ const HEAD_BYTES: usize = 64 * 1024;
 pub const MAX_LINE_BYTES: usize = 1024 * 1024;
 
 /// The lines of a file or standard input, read a bounded piece at a time: a 100 MB file is
-/// never in memory at once. Bytes that are not UTF-8 become U+FFFD, line by line.
+/// never in memory at once. A line that is not UTF-8 is read as Windows-1252.
 pub struct Lines<R> {
     reader: R,
     /// What a cut long line left over, the start of the next one.
@@ -226,7 +258,14 @@ fn decode_line(mut line: Vec<u8>) -> String {
     if line.last() == Some(&b'\r') {
         line.pop();
     }
-    String::from_utf8(line).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    // Older tools wrote Windows-1252 or Latin-1 (JabRef's `% Encoding: ISO8859_1`, EndNote's
+    // Windows exports); a line in them is almost never valid UTF-8.
+    String::from_utf8(line).unwrap_or_else(|e| {
+        encoding_rs::WINDOWS_1252
+            .decode_without_bom_handling(e.as_bytes())
+            .0
+            .into_owned()
+    })
 }
 
 /// Findings are queued this many at a time: a huge file's jobs go in a transaction per
@@ -467,7 +506,10 @@ pub fn looks_binary(text: &str) -> bool {
 }
 
 fn no_address_reason(input: &str) -> String {
-    if input.contains('.') && !input.contains(char::is_whitespace) {
+    if input.bytes().all(|b| b.is_ascii_digit()) {
+        "no web address found (a number alone is not taken as a PubMed id: write PMID: and the number)"
+            .into()
+    } else if input.contains('.') && !input.contains(char::is_whitespace) {
         "no web address found (did you mean https://…? only http:// and https:// links are taken)"
             .into()
     } else {
@@ -512,6 +554,7 @@ fn is_delimiter(c: char) -> bool {
                 | '^'
                 | '['
                 | ']'
+                | '\u{2014}'
                 | '\u{2018}'
                 | '\u{2019}'
                 | '\u{201A}'
@@ -579,7 +622,16 @@ fn tokens(line: &str) -> Vec<&str> {
             rest.nth(len);
             continue;
         }
-        if is_delimiter(c) || (c == '\'' && !inside_a_word(line, i)) {
+        if let Some(s) = start
+            && let Some(len) = sici_part(&line[s..i], &line[i..])
+        {
+            rest.nth(len);
+            continue;
+        }
+        if is_delimiter(c)
+            || (c == '\'' && !inside_a_word(line, i))
+            || (c == ',' && starts_a_link(&line[i + 1..]))
+        {
             if let Some(s) = start.take() {
                 out.push(&line[s..i]);
             }
@@ -591,6 +643,31 @@ fn tokens(line: &str) -> Vec<&str> {
         out.push(&line[s..]);
     }
     out
+}
+
+/// In a resolver's link, a SICI's bracketed part (`…083[0001:AMFTPP]2.0.CO;2`,
+/// `…020<0130:DNF>2.0.CO;2`) belongs to the DOI: the characters to skip past its opening
+/// bracket at the start of `rest` to reach its closing one, if `rest` starts one.
+fn sici_part(token: &str, rest: &str) -> Option<usize> {
+    let close = match rest.chars().next()? {
+        '<' => '>',
+        '[' => ']',
+        _ => return None,
+    };
+    if !token.to_ascii_lowercase().contains("doi.org/10.") {
+        return None;
+    }
+    let inside = &rest[1..];
+    let end = inside.find(|c: char| c == close || is_delimiter(c))?;
+    (inside[end..].starts_with(close) && inside[..end].contains(':'))
+        .then(|| inside[..end].chars().count())
+}
+
+/// Whether `rest` starts with a web address's scheme: a comma before one ends the link before it
+/// (a CSV's cells).
+fn starts_a_link(rest: &str) -> bool {
+    let lower = rest.get(..8).unwrap_or(rest).to_ascii_lowercase();
+    lower.starts_with("http://") || lower.starts_with("https://")
 }
 
 /// Whether the `'` at `i` has a letter or digit on both sides (`Hilbert's`, `O'Brien`): then it

@@ -399,6 +399,13 @@ pub(super) fn pmid_in_note(text: &str) -> Option<String> {
     is_pmid(&rest[..end]).then(|| rest[..end].to_string())
 }
 
+/// A PMC id in a note, as EndNote and Zotero write it: `PMCID: PMC6738312`.
+pub(super) fn pmcid_in_note(text: &str) -> Option<String> {
+    let rest = strip_prefix_ignore_case(text.trim(), "pmcid")?;
+    let rest = rest.trim_start().strip_prefix(':')?.trim_start();
+    super::identifiers::pmcid(rest).map(|(id, _)| id)
+}
+
 fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
     let head = text.get(..prefix.len())?;
     head.eq_ignore_ascii_case(prefix)

@@ -8,7 +8,8 @@ use std::io::BufRead;
 use super::entry::{Entry, Item};
 use super::line_reader::{LineFormat, LineReader};
 use super::reference_file::{
-    TaggedRecord, arxiv_in_text, is_arxiv_id, is_pmid, issued_from_ymd, pmid_in_note, ris_tag,
+    TaggedRecord, arxiv_in_text, is_arxiv_id, is_pmid, issued_from_ymd, pmcid_in_note,
+    pmid_in_note, ris_tag,
 };
 
 /// Why a RIS file could not be read to its end.
@@ -187,6 +188,7 @@ fn entry_of(tags: &[(String, String)]) -> Entry {
             .find(|an| from_pubmed && is_pmid(an.trim()))
             .map(|an| an.trim().to_string())
     });
+    entry.pmcid = all(&["N1", "M1", "AN"]).find_map(pmcid_in_note);
     entry.arxiv = all(&["AN", "M1", "M3"])
         .find(|v| v.to_ascii_lowercase().starts_with("arxiv:") && is_arxiv_id(v))
         .map(str::to_string)
@@ -326,6 +328,7 @@ mod tests {
                 doi: Some("10.1038/nature12373".into()),
                 arxiv: None,
                 pmid: None,
+                pmcid: None,
                 url: Some("https://www.nature.com/articles/nature12373".into()),
                 title: Some("Nanometre-scale thermometry in a living cell".into()),
                 authors: authors.iter().map(|a| a.to_string()).collect(),
@@ -526,5 +529,11 @@ mod tests {
                 .collect();
             let _ = read_bytes(&bytes);
         }
+    }
+
+    #[test]
+    fn a_pmc_id_in_a_note_is_read() {
+        let e = one("TY  - JOUR\nTI  - A paper\nN1  - PMCID: PMC6738313\nER  - \n");
+        assert_eq!(e.pmcid.as_deref(), Some("PMC6738313"));
     }
 }

@@ -119,8 +119,9 @@ fn all_lines(bytes: &[u8]) -> Vec<String> {
 #[test]
 fn input_is_read_line_by_line_as_str_lines_would() {
     assert_eq!(
-        all_lines(b"a\r\nb\n\nc\xff\nlast"),
-        vec!["a", "b", "", "c\u{fffd}", "last"]
+        all_lines(b"a\r\nb\n\nc\xe9\nlast"),
+        vec!["a", "b", "", "c\u{e9}", "last"],
+        "a line that is not UTF-8 is read as Windows-1252"
     );
     assert_eq!(all_lines(b"one\n"), vec!["one"]);
     assert!(all_lines(b"").is_empty());
@@ -457,4 +458,118 @@ fn a_host_is_named_by_its_name_or_by_a_link_on_it() {
         let e = host_name(bad).expect_err(bad);
         assert!(e.contains("is not a host name"), "{bad}: {e}");
     }
+}
+
+#[test]
+fn a_resolver_link_keeps_a_sici_dois_brackets() {
+    for sici in [
+        "10.1175/1520-0469(1963)020<0130:DNF>2.0.CO;2",
+        "10.1890/0012-9658(2002)083[0001:AMFTPP]2.0.CO;2",
+    ] {
+        let found = scan_text(&format!("see https://doi.org/{sici}."));
+        assert_eq!(urls(&found), [format!("doi:{sici}")]);
+    }
+    // Brackets of prose after an ordinary link still end it.
+    assert_eq!(
+        urls(&scan_text("https://doi.org/10.1038/nature12373[1]")),
+        ["doi:10.1038/nature12373"]
+    );
+}
+
+#[test]
+fn a_comma_before_a_link_and_an_em_dash_end_a_link() {
+    assert_eq!(
+        urls(&scan_text("A,https://example.com/a,2019")),
+        ["https://example.com/a,2019"],
+        "a comma inside a link's path stays"
+    );
+    assert_eq!(
+        urls(&scan_text("B,https://example.com/b,https://example.com/c")),
+        ["https://example.com/b", "https://example.com/c"]
+    );
+    assert_eq!(
+        urls(&scan_text("see https://example.com/a4\u{2014}then this")),
+        ["https://example.com/a4"]
+    );
+}
+
+#[test]
+fn pubmeds_citation_line_is_one_paper() {
+    let line = "Kucsko G, et al. Nanometre-scale thermometry. Nature. 2013;500(7460):54-58. \
+                doi:10.1038/nature12373. PMID: 23903748; PMCID: PMC4221854.";
+    assert_eq!(urls(&scan_text(line)), ["doi:10.1038/nature12373"]);
+    assert_eq!(
+        urls(&scan_text("Some paper. PMID: 23903748; PMCID: PMC4221854.")),
+        ["pmid:23903748"]
+    );
+    // Lists of identifiers keep every one.
+    assert_eq!(
+        urls(&scan_text(
+            "PMID: 23903748, PMID: 31452104; PMCID: PMC4221854"
+        )),
+        ["pmid:23903748", "pmid:31452104", "pmcid:PMC4221854"]
+    );
+    assert_eq!(
+        urls(&scan_text(
+            "10.1038/nature12373 10.1038/nature12374 PMID: 23903748"
+        )),
+        [
+            "doi:10.1038/nature12373",
+            "doi:10.1038/nature12374",
+            "pmid:23903748"
+        ]
+    );
+}
+
+#[test]
+fn a_latin1_reference_file_keeps_its_accents() {
+    // JabRef 2.x wrote its files in the platform's encoding and said so in a comment.
+    let mut bib = b"% Encoding: ISO8859_1\n\n@article{k,\n  author = {M".to_vec();
+    bib.extend_from_slice(
+        b"\xfcller, J\xf6rg},\n  title = {\xdcber Caf\xe9},\n  doi = {10.1038/x}\n}\n",
+    );
+    let mut entries = Vec::new();
+    reference_file::read_reference_file(
+        reference_file::ReferenceFormat::Bibtex,
+        bib.as_slice(),
+        |item| entries.push(item),
+    )
+    .expect("read");
+    match entries.as_slice() {
+        [entry::Item::Entry(e)] => {
+            assert_eq!(e.authors, ["Müller, Jörg"]);
+            assert_eq!(e.title.as_deref(), Some("Über Café"));
+        }
+        other => panic!("{other:?}"),
+    }
+    // A UTF-8 line is read as UTF-8.
+    let mut lines = Lines::new("Müller\n".as_bytes());
+    assert_eq!(lines.next_line().expect("read").as_deref(), Some("Müller"));
+}
+
+#[test]
+fn a_labelled_identifier_that_is_not_one_is_rejected_with_its_reason() {
+    let found = scan_text(
+        "Smith J. Title. 2019. doi: 10.1038.\nJones K. 2020. PMID: 0314521.\nRoe R. arXiv:1501.0001 (2015).\nPMCID: PMC12x",
+    );
+    assert_eq!(urls(&found), Vec::<String>::new());
+    let reasons = rejected(&found);
+    assert_eq!(
+        reasons.iter().map(|(i, _)| i.as_str()).collect::<Vec<_>>(),
+        [
+            "doi: 10.1038",
+            "PMID: 0314521",
+            "arXiv:1501.0001",
+            "PMCID: PMC12x"
+        ]
+    );
+    assert!(reasons[0].1.starts_with("not a DOI"), "{reasons:?}");
+    assert!(reasons[2].1.starts_with("not an arXiv id"), "{reasons:?}");
+    // Prose with the words is no identifier at all; good ones are queued.
+    let found = scan_text("the doi: a prefix, and PMID: 23903748; arXiv: 2101.00001");
+    assert!(rejected(&found).is_empty(), "{found:?}");
+    assert_eq!(urls(&found), ["pmid:23903748", "arxiv:2101.00001"]);
+    // A bare number says how to give a PubMed id.
+    let reasons = rejected(&scan_text("31452104"));
+    assert!(reasons[0].1.contains("write PMID:"), "{reasons:?}");
 }

@@ -344,6 +344,7 @@ fn entry_of(key: Option<String>, fields: &[(String, String)]) -> Entry {
         key,
         doi: literal("doi"),
         pmid: literal("pmid").filter(|p| is_pmid(p)),
+        pmcid: literal("pmcid"),
         url: literal("url").or_else(|| get("howpublished").and_then(url_in)),
         title: plain("title"),
         authors: get("author").map(names::authors).unwrap_or_default(),
@@ -359,6 +360,7 @@ fn entry_of(key: Option<String>, fields: &[(String, String)]) -> Entry {
         match kind.as_deref() {
             Some("arxiv") => entry.arxiv = Some(eprint),
             Some("pubmed") if is_pmid(&eprint) => entry.pmid = entry.pmid.or(Some(eprint)),
+            Some("pmcid" | "pmc") => entry.pmcid = entry.pmcid.or(Some(eprint)),
             None if is_arxiv_id(&eprint) => entry.arxiv = Some(eprint),
             _ => {}
         }

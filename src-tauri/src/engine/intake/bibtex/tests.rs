@@ -103,6 +103,7 @@ fn a_biblatex_entry_maps_every_field() {
             doi: Some("https://doi.org/10.1038/nature12373".into()),
             arxiv: None,
             pmid: None,
+            pmcid: None,
             url: Some("https://www.nature.com/articles/nature12373".into()),
             title: Some("Nanometre-Scale Thermometry in a Living Cell".into()),
             authors: strings(&[
@@ -547,4 +548,12 @@ fn noise_never_panics() {
             .collect();
         let _ = read_bytes(&bytes);
     }
+}
+
+#[test]
+fn a_pmc_id_is_read_as_gleaners_own_export_writes_it() {
+    let e = one("@article{k, title = {A paper}, eprint = {PMC6738312}, eprinttype = {PMCID}}");
+    assert_eq!(e.pmcid.as_deref(), Some("PMC6738312"));
+    let e = one("@article{k, title = {A paper}, pmcid = {PMC6738312}}");
+    assert_eq!(e.pmcid.as_deref(), Some("PMC6738312"));
 }
