@@ -482,6 +482,26 @@ fn a_selection_exports_only_itself_under_the_full_exports_keys() {
         "no temporary file left beside the output: {left:?}"
     );
 
+    // Through a link, to the file it names, which keeps its mode.
+    use std::os::unix::fs::PermissionsExt as _;
+    let real = out_path.with_file_name("real.ris");
+    std::fs::write(&real, "old").expect("write");
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let link = out_path.with_file_name("link.ris");
+    std::os::unix::fs::symlink(&real, &link).expect("symlink");
+    b.export(&["--format", "ris", "--output", &link.to_string_lossy()]);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .expect("the link")
+            .file_type()
+            .is_symlink(),
+        "the link is still a link"
+    );
+    let written = std::fs::read_to_string(&real).expect("the linked file");
+    assert!(written.contains("TY  - "), "{written}");
+    let mode = std::fs::metadata(&real).expect("stat").permissions().mode();
+    assert_eq!(mode & 0o777, 0o644, "the file keeps its mode");
+
     let both = b.sb.run(&["export", "--jobs", "1", "--search", "x"]);
     assert_eq!(both.status.code(), Some(2), "{}", stderr(&both));
     assert!(

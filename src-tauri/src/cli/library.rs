@@ -59,12 +59,25 @@ pub fn export(
 ) -> anyhow::Result<ExitCode> {
     let summary = match &output {
         Some(path) => {
+            // A link is written through, to the file it names; an existing file keeps its mode,
+            // and a new one gets the mode any new file gets here (0666 less the umask).
+            let path = &std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
             let dir = match path.parent() {
                 Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
                 _ => PathBuf::from("."),
             };
-            let tmp = tempfile::NamedTempFile::new_in(&dir)
+            let mode = std::fs::metadata(path).map(|m| m.permissions());
+            let mut builder = tempfile::Builder::new();
+            #[cfg(unix)]
+            builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+            let tmp = builder
+                .tempfile_in(&dir)
                 .with_context(|| format!("cannot write in {}", dir.display()))?;
+            if let Ok(mode) = mode {
+                tmp.as_file()
+                    .set_permissions(mode)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
             let mut out = std::io::BufWriter::new(tmp);
             let summary = export::export(store, format, selection, &mut out)?;
             let tmp = out

@@ -37,11 +37,14 @@ pub fn entry(r: &Record) -> String {
             }
         }
         // `organization` is a list: a site named "X and Y" is kept one name by its braces.
-        Kind::WebPage | Kind::Paper => {
+        Kind::WebPage => {
             if let Some(site) = r.site_name.as_ref().or(r.container.as_ref()) {
                 fields.push(("organization", protect_and(&escape(site))));
             }
         }
+        // A paper's site (arXiv.org, a publisher's) is not who published it; its e-print
+        // fields say where it is.
+        Kind::Paper => {}
     }
     if let Some(d) = &r.issued {
         fields.push(("date", d.iso()));

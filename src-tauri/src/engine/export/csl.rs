@@ -49,8 +49,9 @@ pub fn item(r: &Record) -> Value {
         put("accessed", date(d));
     }
     let container = match r.kind {
-        Kind::Article => r.container.as_ref(),
-        Kind::WebPage | Kind::Paper => r.site_name.as_ref().or(r.container.as_ref()),
+        // A paper's site (arXiv.org, a publisher's) is no container of it.
+        Kind::Article | Kind::Paper => r.container.as_ref(),
+        Kind::WebPage => r.site_name.as_ref().or(r.container.as_ref()),
     };
     if let Some(c) = container {
         put("container-title", json!(c));
@@ -167,6 +168,15 @@ mod tests {
                 "keyword": "ml, attention",
             })
         );
+    }
+
+    #[test]
+    fn a_papers_site_is_not_its_container() {
+        let r = Record {
+            site_name: Some("arXiv.org".into()),
+            ..record()
+        };
+        assert!(item(&r).get("container-title").is_none(), "{:?}", item(&r));
     }
 
     #[test]

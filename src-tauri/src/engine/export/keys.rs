@@ -169,17 +169,21 @@ fn suffix(mut n: usize) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// Every job's key from the keys they want, settled in job order: the first to want a key gets
-/// it, later ones get the first free one of `key` + `a`, `b`, …. Compared without case, as
-/// BibTeX does. A job's key depends only on older jobs', so newer documents never change it,
-/// and a selection gets the keys the whole library gets.
-pub fn assign(mut wanted: Vec<(i64, String)>) -> HashMap<i64, String> {
+/// Every job's key: the key it was given before (`given`, kept by the queue), else, settled in
+/// job order, the key it wants if free, else the first free one of `key` + `a`, `b`, ….
+/// Compared without case, as BibTeX does. A key once given stays its job's, whatever other
+/// jobs finish, fail or are fetched again later; a selection gets the keys the whole library
+/// gets.
+pub fn assign(given: &[(i64, String)], mut wanted: Vec<(i64, String)>) -> HashMap<i64, String> {
     wanted.sort_by_key(|(id, _)| *id);
-    let mut taken: HashSet<String> = HashSet::with_capacity(wanted.len());
+    let mut taken: HashSet<String> = given.iter().map(|(_, k)| k.to_lowercase()).collect();
+    let mut keys: HashMap<i64, String> = given.iter().cloned().collect();
     // How many repeats each wanted key has had: the next suffix to try.
     let mut repeats: HashMap<String, usize> = HashMap::new();
-    let mut keys = HashMap::with_capacity(wanted.len());
     for (id, want) in wanted {
+        if keys.contains_key(&id) {
+            continue;
+        }
         let lower = want.to_lowercase();
         let key = if taken.insert(lower.clone()) {
             want
@@ -319,12 +323,15 @@ mod tests {
 
     #[test]
     fn collisions_get_suffixes_in_job_order_and_the_oldest_keeps_the_bare_key() {
-        let keys = assign(vec![
-            (9, "smith2020deep".into()),
-            (3, "smith2020deep".into()),
-            (5, "Smith2020Deep".into()),
-            (7, "other2020x".into()),
-        ]);
+        let keys = assign(
+            &[],
+            vec![
+                (9, "smith2020deep".into()),
+                (3, "smith2020deep".into()),
+                (5, "Smith2020Deep".into()),
+                (7, "other2020x".into()),
+            ],
+        );
         assert_eq!(keys[&3], "smith2020deep");
         assert_eq!(
             keys[&5], "Smith2020Deepa",
@@ -336,11 +343,14 @@ mod tests {
 
     #[test]
     fn a_suffixed_key_never_takes_a_key_another_document_has() {
-        let keys = assign(vec![
-            (1, "roe2020a".into()),
-            (2, "roe2020".into()),
-            (3, "roe2020".into()),
-        ]);
+        let keys = assign(
+            &[],
+            vec![
+                (1, "roe2020a".into()),
+                (2, "roe2020".into()),
+                (3, "roe2020".into()),
+            ],
+        );
         assert_eq!(keys[&1], "roe2020a");
         assert_eq!(keys[&2], "roe2020");
         assert_eq!(keys[&3], "roe2020b", "roe2020a was taken");
@@ -351,13 +361,32 @@ mod tests {
     #[test]
     fn newer_documents_never_change_older_keys() {
         let old = vec![(1, "k".to_string()), (2, "k".to_string())];
-        let before = assign(old.clone());
+        let before = assign(&[], old.clone());
         let mut more = old;
         more.extend([(3, "k".to_string()), (4, "k2".to_string())]);
-        let after = assign(more);
+        let after = assign(&[], more);
         assert_eq!(before[&1], after[&1]);
         assert_eq!(before[&2], after[&2]);
         assert_eq!(after[&3], "kb");
+    }
+
+    #[test]
+    fn a_key_given_before_stays_its_jobs_and_is_taken_for_the_others() {
+        // Job 1 failed when job 2 was first exported as "k"; now job 1 has its document too.
+        let given = [(2, "k".to_string())];
+        let keys = assign(&given, vec![(1, "k".to_string()), (2, "k".to_string())]);
+        assert_eq!(keys[&2], "k");
+        assert_eq!(keys[&1], "ka");
+        // A given key is taken without regard to case, and a job's new wish does not move it.
+        let given = [(5, "Smith2020".to_string())];
+        let keys = assign(
+            &given,
+            vec![(5, "jones2021".to_string()), (6, "smith2020".to_string())],
+        );
+        assert_eq!(
+            (keys[&5].as_str(), keys[&6].as_str()),
+            ("Smith2020", "smith2020a")
+        );
     }
 
     #[test]
@@ -366,7 +395,7 @@ mod tests {
         assert_eq!(suffix(25), "z");
         assert_eq!(suffix(26), "aa");
         assert_eq!(suffix(27), "ab");
-        let keys = assign((0..30).map(|i| (i, "k".to_string())).collect());
+        let keys = assign(&[], (0..30).map(|i| (i, "k".to_string())).collect());
         assert_eq!(keys[&0], "k");
         assert_eq!(keys[&26], "kz");
         assert_eq!(keys[&27], "kaa");

@@ -6,10 +6,10 @@
 mod bibtex;
 mod csl;
 mod keys;
-mod record;
+pub(crate) mod record;
 mod ris;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 
@@ -179,7 +179,7 @@ pub fn export(
                 }
                 Ok(())
             })?;
-            let mut keys = keys::assign(wanted);
+            let mut keys = settle_keys(store, wanted)?;
             for record in &mut records {
                 record.key = keys.remove(&record.job_id).unwrap_or_default();
                 written_ids.insert(record.job_id);
@@ -210,12 +210,48 @@ pub fn export(
     })
 }
 
+/// Every document's key: those given before, and new ones given now and kept by the queue. When
+/// another export gave some of the same keys at the same moment, the keys are settled again
+/// over what it kept.
+fn settle_keys(
+    store: &dyn Queue,
+    wanted: Vec<(i64, String)>,
+) -> Result<HashMap<i64, String>, ExportError> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let given = store.citation_keys()?;
+        let had: HashSet<i64> = given.iter().map(|(id, _)| *id).collect();
+        let keys = keys::assign(&given, wanted.clone());
+        let new: Vec<(i64, String)> = keys
+            .iter()
+            .filter(|(id, _)| !had.contains(id))
+            .map(|(id, key)| (*id, key.clone()))
+            .collect();
+        if new.is_empty() {
+            return Ok(keys);
+        }
+        match store.keep_citation_keys(&new) {
+            Ok(kept) if kept < new.len() && tries < 3 => continue,
+            Ok(_) => return Ok(keys),
+            Err(e) => {
+                tracing::warn!(
+                    "the citation keys given now could not be kept ({e}); a later export may \
+                     give these documents other keys"
+                );
+                return Ok(keys);
+            }
+        }
+    }
+}
+
 /// Every done job's document as JSON Lines, as [`export`] with [`Format::Jsonl`] writes it.
 pub fn export_jsonl(store: &dyn Queue, out: &mut dyn Write) -> Result<usize, ExportError> {
     Ok(export(store, Format::Jsonl, &Selection::All, out)?.written)
 }
 
-/// Each done job that has a document, newest first, with the document's path.
+/// Each job that has a document, newest first, with the document's path: a done job, and one
+/// being fetched again (or whose new fetch failed), whose last document is still the library's.
 fn each_done_job(
     store: &dyn Queue,
     mut f: impl FnMut(&Job, &str) -> Result<(), ExportError>,
@@ -223,7 +259,6 @@ fn each_done_job(
     let mut before_id = None;
     loop {
         let page = store.list_jobs(&JobFilter {
-            status: Some(Status::Done),
             before_id,
             limit: Some(PAGE),
             ..JobFilter::default()
@@ -336,7 +371,7 @@ fn read_head(source: impl std::io::Read, with_abstract: bool) -> std::io::Result
 fn why_not(store: &dyn Queue, id: i64) -> Result<String, ExportError> {
     Ok(match store.job(id)? {
         None => "no such job".to_string(),
-        Some(job) if job.status != Status::Done => {
+        Some(job) if job.document.is_none() && job.status != Status::Done => {
             format!(
                 "not done ({}), so it has no document to export",
                 job.status.as_str()
@@ -371,28 +406,68 @@ mod tests {
         let store = Store::open_in_memory().expect("store");
         let mut ids = Vec::new();
         for (n, (front, body)) in docs.iter().enumerate() {
-            let url = format!("https://example.org/{n}");
-            queued(&store, &url);
+            queued(&store, &format!("https://example.org/{n}"));
             let c = store
                 .claim("w", 1, Duration::from_secs(60), 8)
                 .expect("claim")
                 .expect("job");
-            let path = dir.path().join(format!("{n}.md"));
-            let text = format!("---\njob_id: {}\n{front}\n---\n\n{body}", c.job_id);
-            std::fs::write(&path, text).expect("write");
-            let success = Success {
-                http_status: 200,
-                final_url: url,
-                document: Some(path.to_string_lossy().into_owned()),
-                ..Success::default()
-            };
-            store
-                .complete(&c, &success, &Policy::default(), 2)
-                .expect("complete")
-                .expect("done");
-            ids.push(c.job_id);
+            ids.push(finish(&store, &dir, &c, front, body));
         }
         (dir, store, ids)
+    }
+
+    /// Complete a claimed job with a document of `front` matter and `body`; its id.
+    fn finish(
+        store: &Store,
+        dir: &tempfile::TempDir,
+        c: &crate::engine::queue::Claimed,
+        front: &str,
+        body: &str,
+    ) -> i64 {
+        let path = dir.path().join(format!("{}.md", c.job_id));
+        let text = format!("---\njob_id: {}\n{front}\n---\n\n{body}", c.job_id);
+        std::fs::write(&path, text).expect("write");
+        let success = Success {
+            http_status: 200,
+            final_url: c.url.clone(),
+            document: Some(path.to_string_lossy().into_owned()),
+            ..Success::default()
+        };
+        store
+            .complete(c, &success, &Policy::default(), 2)
+            .expect("complete")
+            .expect("done");
+        c.job_id
+    }
+
+    #[test]
+    fn a_key_given_out_stays_when_an_older_job_lands_later_or_a_job_is_fetched_again() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open_in_memory().expect("store");
+        let claim = || {
+            store
+                .claim("w", 1, Duration::from_secs(60), 8)
+                .expect("claim")
+                .expect("job")
+        };
+        queued(&store, "https://example.org/slow");
+        let older = claim();
+        queued(&store, "https://example.org/quick");
+        let newer = finish(&store, &dir, &claim(), DOCS[0].0, "Text.");
+        let (_, text) = run(&store, Format::Bibtex, &Selection::All);
+        assert!(text.contains("@online{muller2020rivers,"), "{text}");
+        // The older job lands with a document that wants the same key: it gets the next one.
+        let older = finish(&store, &dir, &older, DOCS[0].0, "Text.");
+        let (_, text) = run(&store, Format::Bibtex, &Selection::Jobs(vec![newer]));
+        assert!(text.starts_with("@online{muller2020rivers,"), "{text}");
+        let (_, text) = run(&store, Format::Bibtex, &Selection::Jobs(vec![older]));
+        assert!(text.starts_with("@online{muller2020riversa,"), "{text}");
+        // Fetched again, the newer job's document is still the library's, under its key.
+        store.retry(&[newer], 5, 3).expect("retry");
+        let (all, text) = run(&store, Format::Bibtex, &Selection::All);
+        assert_eq!(all.written, 2, "{text}");
+        assert!(text.contains("@online{muller2020rivers,"), "{text}");
+        assert!(text.contains("@online{muller2020riversa,"), "{text}");
     }
 
     fn run(store: &Store, format: Format, selection: &Selection) -> (Summary, String) {
@@ -471,7 +546,7 @@ mod tests {
     #[test]
     fn a_missing_document_is_skipped_and_the_rest_exported() {
         let (dir, store, ids) = library(DOCS);
-        std::fs::remove_file(dir.path().join("0.md")).expect("remove");
+        std::fs::remove_file(dir.path().join(format!("{}.md", ids[0]))).expect("remove");
         let (summary, text) = run(&store, Format::Jsonl, &Selection::All);
         assert_eq!(summary.written, 2);
         let (summary, _) = run(&store, Format::Bibtex, &Selection::Jobs(vec![ids[0]]));
@@ -485,14 +560,17 @@ mod tests {
 
     #[test]
     fn jsonl_is_the_front_matter_with_document_and_text() {
-        let (dir, store, _) = library(&DOCS[..1]);
+        let (dir, store, ids) = library(&DOCS[..1]);
         let (_, text) = run(&store, Format::Jsonl, &Selection::All);
         let v: serde_json::Value = serde_json::from_str(text.trim_end()).expect("JSON");
         assert_eq!(v["title"], "Rivers of Bavaria");
         assert_eq!(v["text"], "Text.");
         assert_eq!(
             v["document"],
-            dir.path().join("0.md").to_string_lossy().as_ref()
+            dir.path()
+                .join(format!("{}.md", ids[0]))
+                .to_string_lossy()
+                .as_ref()
         );
         assert!(v.get("citation_key").is_none(), "jsonl is as it was");
     }

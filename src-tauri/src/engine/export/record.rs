@@ -58,7 +58,7 @@ impl Date {
             .parse()
             .ok()?;
         let two = |p: Option<&str>, max: u8| {
-            p.filter(|v| v.len() == 2 && v.bytes().all(|b| b.is_ascii_digit()))
+            p.filter(|v| (1..=2).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_digit()))
                 .and_then(|v| v.parse::<u8>().ok())
                 .filter(|n| (1..=max).contains(n))
         };

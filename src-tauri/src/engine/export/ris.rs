@@ -56,8 +56,9 @@ pub fn entry(r: &Record) -> String {
     }
     // T2 is the journal of a `JOUR` and the website of an `ELEC` (Zotero reads it so).
     let container = match r.kind {
-        Kind::Article => r.container.as_ref(),
-        Kind::WebPage | Kind::Paper => r.site_name.as_ref().or(r.container.as_ref()),
+        // A paper's site (arXiv.org, a publisher's) is no container of it.
+        Kind::Article | Kind::Paper => r.container.as_ref(),
+        Kind::WebPage => r.site_name.as_ref().or(r.container.as_ref()),
     };
     if let Some(c) = container {
         tag("T2", c);
@@ -209,7 +210,11 @@ mod tests {
         );
         assert_eq!(e.authors, ["Kucsko, G."]);
         assert_eq!(e.issued.as_deref(), Some("2013-08"));
-        assert_eq!(e.container_title.as_deref(), Some("nature.com"));
+        assert_eq!(
+            e.container_title.as_deref(),
+            Some("Nature"),
+            "a paper's site is not its container"
+        );
         assert_eq!(e.tags, ["quantum sensing", "thermometry"]);
     }
 }

@@ -298,10 +298,11 @@ fn extract_html(
         language: article.lang.as_deref().and_then(clean).or(meta.language),
         canonical_url: meta.canonical_url,
         description: meta.description,
+        // Not the journal: a journal is a citation's container, and a site named as one made
+        // the export take the article for a web page.
         site_name: meta
             .og_site_name
-            .or_else(|| article.site_name.as_deref().and_then(clean))
-            .or_else(|| meta.journal.clone()),
+            .or_else(|| article.site_name.as_deref().and_then(clean)),
         journal: meta.journal,
         authors: meta.citation_authors,
         pdf_url: meta.pdf_url,
@@ -806,7 +807,8 @@ mod tests {
             Some("Okafor, Chidi; Lindqvist, Astrid")
         );
         assert_eq!(doc.published.as_deref(), Some("2023/11/02"));
-        assert_eq!(doc.site_name.as_deref(), Some("Journal of Fluvial Studies"));
+        assert_eq!(doc.journal.as_deref(), Some("Journal of Fluvial Studies"));
+        assert_eq!(doc.site_name, None, "a journal is no site's name");
         assert!(doc.text.contains("bedload transport over two seasons"));
         assert!(!doc.text.contains("Log in"));
     }

@@ -1,8 +1,6 @@
 //! From an entry of a reference file or a bookmark export to a finding: what to fetch for it,
 //! and what it said about itself.
 
-use url::Url;
-
 use super::identifiers::{self, Identifier};
 use super::{Entry, Found, Item, identifier_found, shown, vet};
 use crate::engine::queue::Reference;
@@ -155,20 +153,8 @@ fn target(entry: &Entry) -> Option<Target> {
         })
 }
 
-/// A DOI field as files write it: bare, `doi:…`, or a resolver link.
 fn doi_of(field: &str) -> Option<Identifier> {
-    let f = field.trim();
-    if let Ok(url) = Url::parse(f)
-        && matches!(url.scheme(), "http" | "https")
-    {
-        return identifiers::from_link(&url);
-    }
-    let f = f
-        .get(..4)
-        .filter(|p| p.eq_ignore_ascii_case("doi:"))
-        .map_or(f, |_| &f[4..])
-        .trim();
-    identifiers::doi_at(f).map(|(doi, _)| Identifier::doi(doi))
+    identifiers::doi_in_field(field).map(Identifier::doi)
 }
 
 #[cfg(test)]

@@ -137,12 +137,7 @@ pub fn from_link(url: &Url) -> Option<Identifier> {
     let path = path.trim_start_matches('/');
     match host {
         // `https://doi.org/10.1000/x/`: the slash a link ends with is not the DOI's.
-        "doi.org" | "dx.doi.org" => {
-            let path = path.trim_end_matches('/');
-            doi_at(path)
-                .filter(|(_, len)| *len == path.len())
-                .map(|(d, _)| Identifier::doi(d))
-        }
+        "doi.org" | "dx.doi.org" => resolver_path_doi(url).map(Identifier::doi),
         "arxiv.org" | "export.arxiv.org" => {
             let rest = path
                 .strip_prefix("abs/")
@@ -398,6 +393,36 @@ fn bare(line: &str, i: usize) -> Option<(Span, usize)> {
 /// A DOI at the start of `s` (`10.` + 4–9 digit registrant, optionally `.sub`, `/`, a suffix),
 /// with sentence punctuation and unbalanced brackets trimmed off its end; the DOI and the
 /// bytes it took.
+/// The DOI a resolver's link names, its whole path.
+fn resolver_path_doi(url: &Url) -> Option<String> {
+    let path = percent_decoded(url.path());
+    // `https://doi.org/10.1000/x/`: the slash a link ends with is not the DOI's.
+    let path = path.trim_start_matches('/').trim_end_matches('/');
+    doi_at(path)
+        .filter(|(_, len)| *len == path.len())
+        .map(|(d, _)| d)
+}
+
+/// The DOI of a field that holds one as files and pages write it: bare, `doi:…`, or a resolver
+/// link.
+pub fn doi_in_field(field: &str) -> Option<String> {
+    let f = field.trim();
+    if let Ok(url) = Url::parse(f)
+        && matches!(url.scheme(), "http" | "https")
+    {
+        let host = url.host_str()?.to_ascii_lowercase();
+        return matches!(host.trim_start_matches("www."), "doi.org" | "dx.doi.org")
+            .then(|| resolver_path_doi(&url))
+            .flatten();
+    }
+    let f = f
+        .get(..4)
+        .filter(|p| p.eq_ignore_ascii_case("doi:"))
+        .map_or(f, |_| &f[4..])
+        .trim();
+    doi_at(f).map(|(doi, _)| doi)
+}
+
 pub fn doi_at(s: &str) -> Option<(String, usize)> {
     let b = s.as_bytes();
     if !s.starts_with("10.") {

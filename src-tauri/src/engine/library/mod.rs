@@ -215,7 +215,9 @@ impl Library {
         } else {
             None
         };
-        let title = if paper {
+        // The resolver's metadata is authoritative for a reference; a landing page's title (often
+        // the site's wording of it) only fills a gap.
+        let title = if paper || Identifier::from_uri(from.url).is_some() {
             reference.title.clone().or(doc.title.clone())
         } else {
             doc.title.clone().or_else(|| reference.title.clone())
@@ -383,7 +385,11 @@ fn with_page_meta(reference: Option<&Reference>, doc: &Document) -> Reference {
         r.abstract_text = doc.abstract_text.clone();
     }
     if r.doi.is_none() {
-        r.doi = doc.doi.clone();
+        // A page's `citation_doi` may be a resolver link or `doi:…`: the DOI alone, or none.
+        r.doi = doc
+            .doi
+            .as_deref()
+            .and_then(crate::engine::intake::identifiers::doi_in_field);
     }
     r
 }
@@ -413,9 +419,10 @@ fn issued_of(date: &str) -> Option<String> {
     let year = parts
         .first()
         .filter(|y| y.len() == 4 && y.bytes().all(|b| b.is_ascii_digit()))?;
+    // Google Scholar's own example writes `2010/5/12`: one digit or two.
     let two = |p: Option<&&str>| {
-        p.filter(|v| v.len() == 2 && v.bytes().all(|b| b.is_ascii_digit()))
-            .map(|v| v.to_string())
+        p.filter(|v| (1..=2).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_digit()))
+            .map(|v| format!("{v:0>2}"))
     };
     Some(match (two(parts.get(1)), two(parts.get(2))) {
         (Some(m), Some(d)) => format!("{year}-{m}-{d}"),

@@ -630,6 +630,78 @@ fn a_pages_journal_is_its_container_even_beside_a_site_name() {
     assert_eq!(meta["site_name"], "PublisherSite");
 }
 
+/// A journal article's page without a site name of its own, a DOI written as a link, and a
+/// date as Google Scholar's guidelines write it: cited as an article, with the DOI alone and
+/// the whole date.
+#[test]
+fn a_journal_pages_doi_link_and_short_date_are_read_for_its_citation() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lib = Library::new(dir.path());
+    let page = Fetched {
+        status: 200,
+        final_url: "https://fluvial.example/articles/7".into(),
+        content_type: Some("text/html".into()),
+        body: br#"<html><head><title>On rivers</title>
+            <meta name="citation_title" content="On Rivers">
+            <meta name="citation_author" content="Doe, Jane">
+            <meta name="citation_publication_date" content="2010/5/12">
+            <meta name="citation_doi" content="https://doi.org/10.1234/ABC_def(1)">
+            <meta name="citation_journal_title" content="Journal of Fluvial Studies">
+            </head><body><article><p>Rivers carry sediment downstream over many seasons,
+            and this article says how much and why it matters to the people who live there.</p>
+            </article></body></html>"#
+            .to_vec(),
+    };
+    let saved = lib
+        .save(
+            &from("https://fluvial.example/articles/7"),
+            &page,
+            SaveOptions::default(),
+        )
+        .expect("save");
+    let text = std::fs::read_to_string(&saved.path).expect("read");
+    let (meta, _) = read_document(&text).expect("front matter");
+    assert_eq!(meta["doi"], "10.1234/ABC_def(1)");
+    assert_eq!(meta["issued"], "2010-05-12");
+    assert_eq!(meta["container_title"], "Journal of Fluvial Studies");
+    assert!(meta["site_name"].is_null(), "{meta:?}");
+    let record = crate::engine::export::record::Record::from_front_matter(1, &meta, None);
+    assert_eq!(record.kind, crate::engine::export::record::Kind::Article);
+}
+
+/// A DOI's landing page without its PDF: the resolver's title is the document's, not the
+/// landing page's wording of it.
+#[test]
+fn a_references_title_from_the_resolver_beats_its_landing_pages() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lib = Library::new(dir.path());
+    let reference = Reference {
+        title: Some("Effects of E. coli on Rivers & Lakes".into()),
+        ..Reference::default()
+    };
+    let of_doi = Provenance {
+        url: "doi:10.1234/rivers",
+        reference: Some(&reference),
+        ..from("")
+    };
+    let page = Fetched {
+        status: 200,
+        final_url: "https://publisher.example/rivers".into(),
+        content_type: Some("text/html".into()),
+        body: br#"<html><head><meta name="citation_title" content="Landing title"></head>
+            <body><article><p>Rivers carry sediment downstream over many seasons, and this
+            article says how much and why it matters to the people who live there.</p>
+            </article></body></html>"#
+            .to_vec(),
+    };
+    let saved = lib
+        .save(&of_doi, &page, SaveOptions::default())
+        .expect("save");
+    let text = std::fs::read_to_string(&saved.path).expect("read");
+    let (meta, _) = read_document(&text).expect("front matter");
+    assert_eq!(meta["title"], "Effects of E. coli on Rivers & Lakes");
+}
+
 /// Characters JSON leaves raw but YAML refuses (U+007F–U+009F) are escaped in the front matter,
 /// so a YAML reader takes it, and they read back as they were.
 #[test]

@@ -326,3 +326,30 @@ pub(super) async fn set_tags(db: &Db, job_id: i64, tags: &[String]) -> Result<Op
         }
     })
 }
+
+pub(super) async fn citation_keys(db: &Db) -> Result<Vec<(i64, String)>> {
+    let rows = db
+        .client()
+        .await?
+        .query_rows("SELECT job_id, key FROM citation_keys", &[])
+        .await?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
+/// A key of a job deleted meanwhile is not kept (its row is gone).
+pub(super) async fn keep_citation_keys(db: &Db, keys: &[(i64, String)]) -> Result<usize> {
+    transaction!(db, |tx| {
+        let mut kept = 0;
+        for (job_id, key) in keys {
+            kept += tx
+                .exec(
+                    "INSERT INTO citation_keys (job_id, key, key_lower) \
+                     SELECT $1, $2, $3 WHERE EXISTS (SELECT 1 FROM jobs WHERE id = $1) \
+                     ON CONFLICT DO NOTHING",
+                    &[job_id, key, &key.to_lowercase()],
+                )
+                .await?;
+        }
+        kept as usize
+    })
+}

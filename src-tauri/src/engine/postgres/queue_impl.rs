@@ -280,6 +280,14 @@ impl Queue for PgStore {
         self.block(|| library::tag_counts(&self.db))
     }
 
+    fn citation_keys(&self) -> Result<Vec<(i64, String)>> {
+        self.block(|| library::citation_keys(&self.db))
+    }
+
+    fn keep_citation_keys(&self, keys: &[(i64, String)]) -> Result<usize> {
+        self.block(|| library::keep_citation_keys(&self.db, keys))
+    }
+
     fn set_tags(&self, job_id: i64, tags: &[String]) -> Result<Option<Vec<String>>> {
         self.block(|| library::set_tags(&self.db, job_id, tags))
     }

@@ -254,6 +254,15 @@ pub trait Queue: Send + Sync + std::fmt::Debug {
         Ok(None)
     }
 
+    // Citation keys.
+
+    /// Every citation key given out so far, by job.
+    fn citation_keys(&self) -> Result<Vec<(i64, String)>>;
+    /// Keep keys given out now, `(job id, key)`, in one transaction; a job that has a key
+    /// already, or a key another job has (without regard to case), is left as it is. How many
+    /// were kept: fewer than given when another export gave keys at the same time.
+    fn keep_citation_keys(&self, keys: &[(i64, String)]) -> Result<usize>;
+
     // Tags.
 
     /// A job's tags, in the order they were set; none for a job that is not there.

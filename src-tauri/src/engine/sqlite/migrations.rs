@@ -53,6 +53,7 @@ pub fn migrations() -> Migrations<'static> {
             include_str!("../../../migrations/0020_tags_and_library_list.sql"),
             super::tags::fill_from_meta,
         ),
+        M::up(include_str!("../../../migrations/0021_citation_keys.sql")),
     ])
 }
 
@@ -156,7 +157,7 @@ mod tests {
         let v: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .expect("version");
-        assert_eq!(v, 20, "brought up to the latest version");
+        assert_eq!(v, 21, "brought up to the latest version");
         let (url, notified): (String, i64) = conn
             .query_row("SELECT url, dead_notified FROM jobs", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))

@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use rusqlite::Connection;
 
 mod actions;
+mod citation_keys;
 mod claim;
 mod clock_jump;
 mod connection;

@@ -182,6 +182,14 @@ impl Queue for Store {
         Store::tag_counts(self)
     }
 
+    fn citation_keys(&self) -> Result<Vec<(i64, String)>> {
+        Store::citation_keys(self)
+    }
+
+    fn keep_citation_keys(&self, keys: &[(i64, String)]) -> Result<usize> {
+        Store::keep_citation_keys(self, keys)
+    }
+
     fn set_tags(&self, job_id: i64, tags: &[String]) -> Result<Option<Vec<String>>> {
         Store::set_tags(self, job_id, tags)
     }

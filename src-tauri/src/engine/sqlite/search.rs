@@ -66,6 +66,12 @@ static RANKED_FILTERED_SQL: LazyLock<String> = LazyLock::new(|| ranked_sql(true)
 /// than this is ranked exactly as before.
 pub(super) const RANK_WINDOW: i64 = 10_000;
 
+/// The matches ranked for a query that asks for `limit`: the window, or all it asks for (an
+/// export of every match asks for 100,000, and got only the newest 10,000).
+fn window_for(limit: u32) -> i64 {
+    RANK_WINDOW.max(i64::from(limit))
+}
+
 /// The job id from which a query's newest [`RANK_WINDOW`] matches start; none when it has
 /// fewer (walks the matches' ids only, newest first).
 const WINDOW_SQL: &str =
@@ -264,7 +270,7 @@ impl Store {
             &parsed.to_fts5(),
             q.limit,
             &filters,
-            RANK_WINDOW,
+            window_for(q.limit),
         )?)
     }
 
@@ -339,6 +345,12 @@ mod tests {
         let mut got = ids(&windowed);
         got.sort_unstable();
         assert_eq!(got, newer[1..], "only the three newest matches are ranked");
+    }
+
+    #[test]
+    fn a_query_asking_for_more_than_the_window_ranks_as_many() {
+        assert_eq!(window_for(50), RANK_WINDOW);
+        assert_eq!(window_for(100_000), 100_000);
     }
 
     #[test]

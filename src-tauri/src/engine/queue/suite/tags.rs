@@ -69,6 +69,21 @@ super::on_every_backend! {
         assert!(s.job_tags(99).expect("no job").is_empty());
     }
 
+    fn citation_keys_are_kept_once_per_job_and_key_and_a_delete_frees_them(s) {
+        s.enqueue(None, &[job("https://a.example/1"), job("https://a.example/2")], 5, 0)
+            .expect("enqueue");
+        let kept = s
+            .keep_citation_keys(&[(1, "Smith2020".into()), (2, "smith2020".into())])
+            .expect("keep");
+        assert_eq!(kept, 1, "a key another job has, without regard to case, is not kept");
+        assert_eq!(s.keep_citation_keys(&[(1, "other".into())]).expect("keep"), 0);
+        assert_eq!(s.citation_keys().expect("keys"), [(1, "Smith2020".to_string())]);
+        s.delete(&[1]).expect("delete");
+        assert!(s.citation_keys().expect("keys").is_empty());
+        assert_eq!(s.keep_citation_keys(&[(2, "smith2020".into())]).expect("keep"), 1);
+        assert_eq!(s.citation_keys().expect("keys"), [(2, "smith2020".to_string())]);
+    }
+
     fn a_step_keeps_the_tags_the_job_has_and_a_delete_takes_them(s) {
         s.enqueue(None, &[tagged("https://a.example/1", &["thesis"])], 5, 0)
             .expect("enqueue");
