@@ -93,15 +93,15 @@ fn add_reads_damaged_text_and_refuses_binary_data() {
     let sb = Sandbox::new();
     let add_stdin = |bytes: &[u8]| sb.run_with_stdin(&["add", "--file", "-"], bytes);
     // A list with one line that is not UTF-8 still gives its links, from standard input as
-    // from a file; the bad line is rejected with its bytes shown as U+FFFD, and a line holding
-    // a terminal escape sequence is echoed with the escape spelled out.
+    // from a file; the line is read as Windows-1252 and rejected with its control character
+    // spelled out, as is a line holding a terminal escape sequence.
     let out =
-        add_stdin(b"https://one.example/a\n\xff\xfeword\nhttps://two.example/b\nbad\x1b[2Jword\n");
+        add_stdin(b"https://one.example/a\n\x80\x81word\nhttps://two.example/b\nbad\x1b[2Jword\n");
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert_eq!(
         stdout(&out),
         "queued 1 https://one.example/a\n\
-         rejected \u{fffd}\u{fffd}word: no web address found\n\
+         rejected \u{20ac}\\u{81}word: no web address found\n\
          queued 2 https://two.example/b\n\
          rejected bad\\u{1b}[2Jword: no web address found\n"
     );
@@ -349,9 +349,11 @@ fn retry_and_cancel_report_per_id() {
     sb.run(&["add", "https://example.com/a", "https://example.com/b"]);
     let out = sb.run(&["jobs", "cancel", "1", "99"]);
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(stdout(&out), "cancelled 1\nno job 99\n");
+    assert_eq!(stdout(&out), "cancelled 1\n");
+    assert_eq!(stderr(&out), "no job 99\n", "failures go to standard error");
     let out = sb.run(&["jobs", "cancel", "1"]);
-    assert_eq!(stdout(&out), "job 1 is cancelled: nothing to do\n");
+    assert_eq!(stdout(&out), "");
+    assert_eq!(stderr(&out), "job 1 is cancelled: nothing to do\n");
     let out = sb.run(&["jobs", "retry", "1", "2"]);
     assert!(out.status.success());
     assert_eq!(stdout(&out), "queued again 1\nqueued again 2\n");
@@ -484,7 +486,7 @@ fn hosts_and_the_whole_queue_can_be_paused_and_resumed() {
     let mut run = sb
         .cmd()
         .args(["run", "--until-idle"])
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
     std::thread::sleep(std::time::Duration::from_millis(800));
@@ -503,6 +505,12 @@ fn hosts_and_the_whole_queue_can_be_paused_and_resumed() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert_eq!(server.completions("/ok/1"), 1);
+    let log = stderr(&run.wait_with_output().expect("its output"));
+    assert_eq!(
+        log.matches("the queue is paused, so no job starts").count(),
+        1,
+        "the waiting run says why, once: {log}"
+    );
 }
 
 #[test]
@@ -801,5 +809,64 @@ fn bidi_controls_reach_neither_titles_nor_the_terminal() {
     assert_eq!(
         stdout(&out),
         "rejected evil\\u{202e}word: no web address found\n"
+    );
+}
+
+#[test]
+fn a_reader_that_stops_reading_neither_stops_an_intake_nor_makes_search_panic() {
+    use std::io::{BufRead as _, BufReader};
+    use std::process::Stdio;
+    let sb = Sandbox::new();
+    let list = sb.path().join("big.txt");
+    let lines: String = (0..25_000)
+        .map(|i| format!("https://example.com/p{i}\n"))
+        .collect();
+    std::fs::write(&list, lines).expect("write the list");
+    // `gleaner add --file big.txt | head -1`: the reader goes after one line.
+    let mut child = sb
+        .cmd()
+        .args(["add", "--file", &list.to_string_lossy()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("one line");
+    assert!(first.starts_with("queued 1 "), "{first}");
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stats = sb.json(&["stats", "--json"]);
+    assert_eq!(
+        stats["pending"].as_u64(),
+        Some(25_000),
+        "every line queued: {stats}"
+    );
+
+    // `gleaner search … | head -1` ends quietly too (it panicked on the closed pipe).
+    let mut child = sb
+        .cmd()
+        .args(["search", "anything"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+}
+
+#[test]
+fn an_empty_file_is_said_to_hold_nothing() {
+    let sb = Sandbox::new();
+    let empty = sb.path().join("empty.txt");
+    std::fs::write(&empty, "\n  \n").expect("write");
+    let out = sb.run(&["add", "--file", &empty.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("empty.txt holds no links or references"),
+        "{}",
+        stderr(&out)
     );
 }

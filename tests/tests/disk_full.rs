@@ -135,6 +135,57 @@ async fn a_full_library_disk_stalls_the_queue_without_spending_a_retry_and_it_re
     run.await.expect("join").expect("run");
 }
 
+/// A disk with some room left, but less than a page needs: the stall waits for the room that
+/// page needs, instead of clearing on a small probe and fetching the page again every second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disk_with_less_room_than_a_page_needs_stays_paused_without_fetching_it_again() {
+    let server = FaultServer::start();
+    let disk = Tmpfs::mount("4m");
+    let filler = disk.path().join("filler");
+    std::fs::write(&filler, vec![0u8; 2_300_000]).expect("fill most of the disk");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Arc::new(Store::open(&dir.path().join("gleaner.db")).expect("store"));
+    let ids = enqueue_all(&store, &[server.url("/article?kb=2500")]);
+    let clock = ManualClock::new(T0);
+    let worker = Worker::new(
+        store.clone(),
+        clock.clone(),
+        Library::new(disk.path().join("library")),
+        Policy::default(),
+    )
+    .expect("worker");
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let w = worker.clone();
+    let run = tokio::spawn(async move { w.run(RunMode::Forever, stop_rx).await });
+    wait_for("the stall", || {
+        worker
+            .stalled()
+            .is_some_and(|s| s.kind == StallKind::DiskFull)
+    })
+    .await;
+    // More than a megabyte is free, which a small probe would take for room enough.
+    for _ in 0..6 {
+        clock.advance(Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert_eq!(
+        server.hits_prefix("/article"),
+        1,
+        "the page is not fetched again while it cannot be saved"
+    );
+    assert!(worker.stalled().is_some(), "still paused");
+    std::fs::remove_file(&filler).expect("free the disk");
+    wait_for("the job done", || {
+        clock.advance(Duration::from_secs(1));
+        store.stats(T0).expect("stats").done == 1
+    })
+    .await;
+    let job = store.job(ids[0]).expect("job").expect("row");
+    assert_eq!((job.status, job.retries_used), (Status::Done, 0));
+    stop.send(true).expect("stop");
+    run.await.expect("join").expect("run");
+}
+
 /// `gleaner run --until-idle` on a data folder whose disk fills up mid-run and stays full:
 /// it exits non-zero within a minute saying what is full and that nothing was lost; with
 /// space back, the next run finishes every job, none dead and no retry spent.

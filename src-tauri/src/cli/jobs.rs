@@ -75,9 +75,10 @@ pub(super) fn jobs(
                 println!("next try   {}", next_column(&job, now));
             }
             if let Some(e) = &job.error {
-                // A failure's stored reason ends with its class already: "404 Not Found (fatal)".
+                // A failure's stored reason names its class already: "404 Not Found (fatal)",
+                // "timed out after 2 s (transient); retry budget of 1 spent".
                 match job.error_class.map(|c| c.as_str()) {
-                    Some(class) if !e.ends_with(&format!("({class})")) => {
+                    Some(class) if !e.contains(&format!("({class})")) => {
                         println!("error      {} ({class})", printable(e))
                     }
                     _ => println!("error      {}", printable(e)),
@@ -158,13 +159,14 @@ fn report_actions(results: &[ActionResult], verb: &str) -> anyhow::Result<ExitCo
     for r in results {
         match r {
             ActionResult::Done { id } => println!("{verb} {id}"),
+            // Failures go where `jobs show` sends its own: standard error.
             ActionResult::NotFound { id } => {
                 failed = true;
-                println!("no job {id}");
+                eprintln!("no job {id}");
             }
             ActionResult::WrongState { id, status } => {
                 failed = true;
-                println!("job {id} is {}: nothing to do", status.as_str());
+                eprintln!("job {id} is {}: nothing to do", status.as_str());
             }
         }
     }

@@ -14,8 +14,6 @@ use crate::engine::clock::{Clock, SystemClock};
 use crate::engine::export;
 use crate::engine::intake::{self, Found, printable, shown_url};
 use crate::engine::library::Library;
-
-mod library;
 use crate::engine::policy::{self, Policy};
 use crate::engine::queue::{self, Enqueued, Job, Queue, StallKind, StallState, Status, rfc3339};
 use crate::engine::worker::{RunMode, Worker, WorkerError};
@@ -29,7 +27,9 @@ macro_rules! println {
     }};
 }
 
+// After the macro above, which a module sees only when declared after it.
 mod jobs;
+mod library;
 mod tags;
 
 #[derive(Debug, Parser)]
@@ -680,7 +680,12 @@ fn add(
     let (mut seen, mut rejected) = (0usize, 0usize);
     // Buffered: a file of a million rejected lines was a million writes. Each chunk's lines
     // are written out once the chunk is queued.
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    // `gleaner add --file big.txt | head` queues every line: once the reader stops reading, the
+    // lines are no longer printed.
+    let mut out = std::io::BufWriter::new(UntilClosed {
+        inner: std::io::stdout().lock(),
+        closed: false,
+    });
     let mut take = |chunk: &mut Vec<Found>| -> anyhow::Result<()> {
         seen += chunk.len();
         rejected += report_added(store, policy, &mut intake, chunk, refetch, now, &mut out)?;
@@ -698,7 +703,7 @@ fn add(
                 let mut found = found;
                 take(&mut found)?;
             }
-            return finish_add(seen, rejected);
+            return finish_add(seen, rejected, None);
         }
     };
     let name = file.as_deref().filter(|f| *f != "-");
@@ -714,10 +719,48 @@ fn add(
             return Err(anyhow::Error::new(e).context(format!("cannot read {what}")));
         }
     }
-    finish_add(seen, rejected)
+    finish_add(seen, rejected, Some(&what))
 }
 
-fn finish_add(seen: usize, rejected: usize) -> anyhow::Result<ExitCode> {
+/// A writer whose reader may go away: from then on, what is written is dropped.
+struct UntilClosed<W> {
+    inner: W,
+    closed: bool,
+}
+
+impl<W: std::io::Write> std::io::Write for UntilClosed<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.closed {
+            return Ok(buf.len());
+        }
+        match self.inner.write(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(buf.len())
+            }
+            other => other,
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        match self.inner.flush() {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(())
+            }
+            other => other,
+        }
+    }
+}
+
+/// `read`: the file or standard input read, if one was.
+fn finish_add(seen: usize, rejected: usize, read: Option<&str>) -> anyhow::Result<ExitCode> {
+    if let (0, Some(what)) = (seen, read) {
+        bail!("{what} holds no links or references");
+    }
     if seen == 0 {
         bail!("nothing to add: give URLs as arguments, or --file F (use - for standard input)");
     }
@@ -925,7 +968,7 @@ fn hosts(store: &dyn Queue, command: HostsCommand, now: i64) -> anyhow::Result<E
                 println!("host {host} resumed");
                 Ok(ExitCode::SUCCESS)
             } else {
-                println!("host {host} was not paused");
+                eprintln!("host {host} was not paused");
                 Ok(ExitCode::FAILURE)
             }
         }

@@ -35,6 +35,11 @@ use owners::{live_owners, new_owner_id};
 pub use stall::STALL_PATIENCE;
 use stall::{Stall, library_fault};
 
+/// A file name the library's file system refuses (too long, or characters it does not take):
+/// the page's name, not the machine's fault.
+const ENAMETOOLONG: i32 = 36;
+const EINVAL: i32 = 22;
+
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
     #[error(transparent)]
@@ -89,8 +94,8 @@ pub struct Worker {
     health: watch::Sender<Option<StallState>>,
     /// The clock offset last reconciled with the store (see `Queue::reconcile_clock`).
     clock_offset: Mutex<Option<(String, Millis)>>,
-    /// When the last stall cleared (boot clock) and the probes it had taken.
-    last_stall: Mutex<Option<(Millis, u32)>>,
+    /// When the last stall cleared (boot clock), the probes it had taken, and when it began.
+    last_stall: Mutex<Option<(Millis, u32, Millis)>>,
 }
 
 /// A body above this is extracted only while no other such body is: extraction's peak is
@@ -399,6 +404,13 @@ impl Worker {
             if run.inflight.is_empty() && mode == RunMode::UntilIdle {
                 if !self.db(|s| s.has_active()).await? {
                     return Ok(Flow::Idle);
+                }
+                if !run.told_paused
+                    && let Some(why) = self.db(move |s| paused_by_hand(s, now)).await?
+                {
+                    // An until-idle run waits for work paused by hand: say why nothing starts.
+                    tracing::warn!("{why}");
+                    run.told_paused = true;
                 }
                 if deadline.is_none() {
                     // Only other processes' running jobs keep the queue active.
@@ -908,6 +920,9 @@ impl Worker {
             keep_raw: policy.keep_raw,
             keep_binary: policy.keep_binary,
         };
+        // What a save writes at most: the Markdown (no bigger than the body), and the body again
+        // when it is kept raw.
+        let needed = fetched.body.len() as u64 * if options.keep_raw { 2 } else { 1 };
         // The permit is only ever refused if the semaphore is closed, which it never is.
         let permit = if fetched.body.len() > BIG_BODY_BYTES {
             self.big_saves.clone().acquire_owned().await.ok()
@@ -949,9 +964,24 @@ impl Worker {
                     format!("cannot write {}: {source}", path.display()),
                 );
                 // Nobody's fault on the web: the job goes back, and nothing starts until the
-                // disk has room again.
-                if let Some((kind, reason)) = library_fault(self.library.root(), &source) {
-                    self.stall_begin(kind, reason);
+                // library can be written again (a name too long or refused is the page's).
+                let root = self.library.root();
+                let fault = library_fault(root, &source).or_else(|| {
+                    (!matches!(source.raw_os_error(), Some(ENAMETOOLONG | EINVAL))).then(|| {
+                        (
+                            crate::engine::queue::StallKind::Library,
+                            format!("cannot write to the library ({}): {source}", path.display()),
+                        )
+                    })
+                });
+                if let Some((kind, reason)) = fault {
+                    // The folder of the host the save wrote in: root/HOST/file.
+                    let dir = path
+                        .strip_prefix(root)
+                        .ok()
+                        .and_then(|rel| rel.components().next())
+                        .map_or_else(|| root.to_path_buf(), |host| root.join(host));
+                    self.stall_on_save(kind, reason, dir, needed);
                     return Err(Finish::Local(failure));
                 }
                 failure
@@ -1054,6 +1084,32 @@ struct Run {
     observed: Vec<(Claimed, Finish)>,
     /// Start-of-run upkeep (recovery, clean-up) is done.
     started: bool,
+    /// An until-idle run waiting on work paused by hand has said so.
+    told_paused: bool,
+}
+
+/// Why nothing can start when the queue or hosts with pending jobs are paused by hand, with what
+/// resumes them.
+fn paused_by_hand(s: &dyn Queue, now: Millis) -> crate::engine::queue::Result<Option<String>> {
+    if s.is_queue_paused()? {
+        return Ok(Some(
+            "the queue is paused, so no job starts: `gleaner resume` (or Resume in the window) \
+             goes on"
+                .into(),
+        ));
+    }
+    let hosts: Vec<String> = s
+        .hosts(now)?
+        .into_iter()
+        .filter(|h| h.manual_pause && h.pending > 0)
+        .map(|h| h.host)
+        .collect();
+    Ok((!hosts.is_empty()).then(|| {
+        format!(
+            "waiting for jobs of hosts paused by hand ({}): `gleaner hosts resume HOST` goes on",
+            hosts.join(", ")
+        )
+    }))
 }
 
 enum Flow {

@@ -22,6 +22,10 @@ pub(super) struct Stall {
     began_boot: Millis,
     /// The database has this state (a full database may not take it at first).
     recorded: bool,
+    /// For a failed save: the library folder it wrote in, and the room it needed. The probe
+    /// writes there and wants that much free, so a stall does not clear only for the same
+    /// save to fail again.
+    room: Option<(PathBuf, u64)>,
 }
 
 /// A stalled worker probes after 1 s, then twice as long each time, up to this: space freed
@@ -124,9 +128,11 @@ impl Worker {
     }
 
     /// Whether the library's and the database's file systems have room again (statvfs only),
-    /// the database's counting the reserve it gave up (see [`Worker::release_reserve`]).
+    /// the library's for what the failed save needed, the database's counting the reserve it
+    /// gave up (see [`Worker::release_reserve`]).
     pub(super) fn has_room(&self) -> bool {
-        let library = free_bytes(self.library.root()).is_none_or(|f| f >= PROBE_FREE_BYTES);
+        let (dir, want) = self.probe_target();
+        let library = free_bytes(&dir).is_none_or(|f| f >= want);
         let database = match self.reserve_path() {
             Some(reserve) => {
                 let want = PROBE_FREE_BYTES + if reserve.exists() { 0 } else { RESERVE_BYTES };
@@ -184,6 +190,32 @@ impl Worker {
         }
     }
 
+    /// Where the probe writes, and the room it wants there: the folder and size of a failed
+    /// save, else the library's root and a page's worth.
+    fn probe_target(&self) -> (PathBuf, u64) {
+        let root = self.library.root().to_path_buf();
+        match self.stall_full().and_then(|s| s.room) {
+            Some((dir, needed)) => {
+                // A folder not made yet is on its parent's file system.
+                let dir = if dir.exists() { dir } else { root };
+                (dir, needed.max(PROBE_FREE_BYTES))
+            }
+            None => (root, PROBE_FREE_BYTES),
+        }
+    }
+
+    /// Stall on a save that could not write `dir` (in the library), which needed `needed`
+    /// bytes.
+    pub(super) fn stall_on_save(&self, kind: StallKind, reason: String, dir: PathBuf, needed: u64) {
+        self.stall_begin(kind, reason);
+        if let Ok(mut slot) = self.stall.lock()
+            && let Some(stall) = slot.as_mut()
+            && stall.room.as_ref().is_none_or(|(_, n)| *n < needed)
+        {
+            stall.room = Some((dir, needed));
+        }
+    }
+
     pub(super) fn stall_full(&self) -> Option<Stall> {
         self.stall.lock().ok().and_then(|s| s.clone())
     }
@@ -223,12 +255,11 @@ impl Worker {
             .lock()
             .ok()
             .and_then(|l| *l)
-            .filter(|&(at, _)| boot - at < STALL_MEMORY.as_millis() as Millis)
-            .map(|(_, probes)| probes + 1);
+            .filter(|&(at, _, _)| boot - at < STALL_MEMORY.as_millis() as Millis);
         let probes = slot
             .as_ref()
             .map(|s| s.state.probes + 1)
-            .or(recent)
+            .or(recent.map(|(_, probes, _)| probes + 1))
             .unwrap_or(0);
         let wait = stall_probe_wait(probes);
         let fresh = slot.is_none();
@@ -241,8 +272,10 @@ impl Worker {
                 probes: 0,
                 worker: self.owner.clone(),
             },
-            began_boot: boot,
+            // And its patience: `--until-idle` gives up on a cause that keeps coming back.
+            began_boot: recent.map_or(boot, |(_, _, began)| began),
             recorded: false,
+            room: None,
         });
         stall.state.kind = kind;
         stall.state.reason = reason;
@@ -277,7 +310,7 @@ impl Worker {
         };
         let took = Duration::from_millis((self.clock.boot_ms() - stall.began_boot).max(0) as u64);
         if let Ok(mut last) = self.last_stall.lock() {
-            *last = Some((self.clock.boot_ms(), stall.state.probes));
+            *last = Some((self.clock.boot_ms(), stall.state.probes, stall.began_boot));
         }
         tracing::info!(
             "Resumed after {}: {} no longer holds the queue.",
@@ -297,9 +330,9 @@ impl Worker {
         {
             return Err((stall.kind, stall.reason));
         }
-        let root = self.library.root().to_path_buf();
-        let file = root.join(format!(".gleaner-probe-{}.tmp", self.owner));
-        let written = tokio::task::spawn_blocking(move || probe_write(&root, &file)).await;
+        let (dir, want) = self.probe_target();
+        let file = dir.join(format!(".gleaner-probe-{}.tmp", self.owner));
+        let written = tokio::task::spawn_blocking(move || probe_write(&dir, &file, want)).await;
         match written {
             Ok(Ok(())) => {}
             Ok(Err((path, e))) => {
@@ -389,10 +422,14 @@ pub(super) fn stall_probe_wait(probes: u32) -> Duration {
 /// Check for [`PROBE_FREE_BYTES`] of room in `root`, then write, sync and remove
 /// [`PROBE_BYTES`] there: cheap enough to repeat every few seconds for hours. On failure, the
 /// path and the error.
-pub(super) fn probe_write(root: &Path, file: &Path) -> Result<(), (PathBuf, std::io::Error)> {
+pub(super) fn probe_write(
+    root: &Path,
+    file: &Path,
+    want: u64,
+) -> Result<(), (PathBuf, std::io::Error)> {
     use std::io::Write as _;
     std::fs::create_dir_all(root).map_err(|e| (root.to_path_buf(), e))?;
-    if free_bytes(root).is_some_and(|free| free < PROBE_FREE_BYTES) {
+    if free_bytes(root).is_some_and(|free| free < want) {
         return Err((
             file.to_path_buf(),
             std::io::Error::from(std::io::ErrorKind::StorageFull),
