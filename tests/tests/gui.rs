@@ -1752,6 +1752,51 @@ fn launch_over(s: &DesktopSession, data_dir: &std::path::Path) -> std::process::
         .expect("launch gleaner")
 }
 
+/// A logout or `kill` ends the app with SIGTERM: like its Quit, it hands the fetches in flight
+/// back at once, with no retry spent (they were left running, for the next start to count as
+/// interrupted).
+#[test]
+fn a_sigterm_hands_the_fetches_in_flight_back_without_spending_a_retry() {
+    gui(async {
+        let server = FaultServer::start();
+        let s = DesktopSession::launch().await;
+        let other = tempfile::tempdir().expect("another data folder");
+        let cli = |args: &[&str]| {
+            std::process::Command::new(gleaner_tests::gleaner_bin())
+                .env("GLEANER_DATA_DIR", other.path())
+                .args(args)
+                .output()
+                .expect("run gleaner")
+        };
+        let out = cli(&["add", &server.url("/stall-headers")]);
+        assert!(out.status.success(), "{}", gleaner_tests::stderr(&out));
+        let mut window = launch_over(&s, other.path());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while server.hits("/stall-headers") == 0 {
+            assert!(Instant::now() < deadline, "the window never fetched");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let killed = std::process::Command::new("kill")
+            .args(["-TERM", &window.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(killed.success());
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while window.try_wait().expect("wait").is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "the window did not end on SIGTERM"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let out = cli(&["jobs", "show", "1", "--json"]);
+        let job: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(job["status"], "pending", "handed back: {job}");
+        assert_eq!(job["retries_used"], 0, "{job}");
+        s.finish().await;
+    });
+}
+
 /// Launches `gleaner` again over `data_dir`, where a window is open already, and waits for it to
 /// end: it must not open a window of its own.
 async fn second_launch(s: &DesktopSession, data_dir: &std::path::Path) -> std::process::Output {

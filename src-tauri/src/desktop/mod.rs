@@ -220,7 +220,15 @@ fn open_window(data_dir: PathBuf, database: Option<String>) -> anyhow::Result<()
 /// loop until the last window closes.
 pub fn run_app<R: Runtime>(builder: tauri::Builder<R>, state: DesktopState) -> anyhow::Result<()> {
     let app = build_app(builder, state)?;
-    let code = app.run_return(|_app, _event| {});
+    let code = app.run_return(|app, event| {
+        // Quit (the tray's, the last window's, a logout's SIGTERM): the worker hands its
+        // fetches back unspent before the process ends, as `gleaner run` does on Ctrl+C.
+        if let tauri::RunEvent::Exit = event
+            && let Some(stop) = app.try_state::<WorkerStop>()
+        {
+            stop.stop_and_wait(STOP_PATIENCE);
+        }
+    });
     anyhow::ensure!(code == 0, "the desktop event loop exited with code {code}");
     Ok(())
 }
@@ -383,10 +391,13 @@ fn start_engine<R: Runtime>(app: &tauri::AppHandle<R>) {
         |p| p,
     ));
     let handle = app.clone();
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let (stopped, stopped_rx) = std::sync::mpsc::channel();
+    app.manage(WorkerStop {
+        stop,
+        stopped: Mutex::new(stopped_rx),
+    });
     tauri::async_runtime::spawn(async move {
-        // The window's lifetime is the worker's: no shutdown signal is needed, and in-flight
-        // fetches abandoned at exit are recovered on the next start.
-        let (_stop, stop_rx) = tokio::sync::watch::channel(false);
         // The loop stalls rather than fail; an error here is one it could not survive.
         if let Err(e) = worker.run(RunMode::Forever, stop_rx).await {
             tracing::error!(error = %e, "the worker stopped");
@@ -396,7 +407,41 @@ fn start_engine<R: Runtime>(app: &tauri::AppHandle<R>) {
                 &format!("{e}. Quit and start Gleaner again to go on; nothing queued was lost."),
             );
         }
+        let _ = stopped.send(());
     });
+    // A logout or `kill` ends the app as its Quit does.
+    #[cfg(unix)]
+    let handle = app.clone();
+    #[cfg(unix)]
+    tauri::async_runtime::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            term.recv().await;
+            tracing::info!("asked to stop (SIGTERM): handing the fetches in flight back");
+            handle.exit(0);
+        }
+    });
+}
+
+/// How long quitting waits for the worker to hand its fetches back.
+const STOP_PATIENCE: Duration = Duration::from_secs(5);
+
+/// The worker's stop signal, and word that it has stopped.
+pub struct WorkerStop {
+    stop: tokio::sync::watch::Sender<bool>,
+    stopped: Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl WorkerStop {
+    /// Ask the worker to stop, and wait (at most `within`) until it has put back what it held.
+    fn stop_and_wait(&self, within: Duration) {
+        let _ = self.stop.send(true);
+        if let Ok(stopped) = self.stopped.lock()
+            && stopped.recv_timeout(within).is_err()
+        {
+            tracing::warn!("the worker did not stop in time; the next start recovers its jobs");
+        }
+    }
 }
 
 /// Show the worker's stalls where a person looks: the window's status line and the tray on
