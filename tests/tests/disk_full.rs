@@ -267,6 +267,14 @@ fn run_until_idle_on_a_disk_that_stays_full_says_so_and_loses_nothing() {
         )
         .expect("counts");
     assert_eq!((done, dead, spent), (60, 0, 0));
+    // The stall the first run left behind is not shown for good.
+    let mut stats = sandbox.cmd();
+    stats
+        .env("GLEANER_DATA_DIR", &data)
+        .args(["stats", "--json"]);
+    let stats: serde_json::Value =
+        serde_json::from_slice(&stats.output().expect("stats").stdout).expect("JSON");
+    assert!(stats["stalled"].is_null(), "{stats}");
 }
 
 /// The queue's table goes missing under a running worker (as a damaged or half-restored
@@ -316,6 +324,15 @@ async fn a_database_error_stalls_the_worker_with_its_reason_until_it_clears() {
         "cleared while the table is gone"
     );
     assert!(worker.stalled().expect("stalled").probes >= 2);
+    // The wall clock set back an hour (a sync, a correction) does not hold the next probe back
+    // by as much: it comes within the longest wait, on time that passes.
+    clock.jump_wall(-3_600_000);
+    let probes = worker.stalled().expect("stalled").probes;
+    wait_for("a probe after the clock went back", || {
+        clock.advance(Duration::from_secs(1));
+        worker.stalled().is_some_and(|s| s.probes > probes)
+    })
+    .await;
 
     other
         .execute_batch("ALTER TABLE jobs_away RENAME TO jobs")

@@ -659,7 +659,8 @@ fn extension_for(content_type: Option<&str>) -> &'static str {
         "text/html" | "application/xhtml+xml" => "html",
         "application/pdf" => "pdf",
         "text/plain" => "txt",
-        "text/markdown" => "md",
+        // Not `md`: that is the document's own name, which the raw copy would be overwritten by.
+        "text/markdown" => "markdown",
         "application/json" => "json",
         "application/xml" | "text/xml" | "application/rss+xml" | "application/atom+xml" => "xml",
         "image/png" => "png",

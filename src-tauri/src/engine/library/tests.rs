@@ -735,3 +735,33 @@ fn front_matter_escapes_what_yaml_refuses() {
     let (meta, _) = read_document(&text).expect("front matter");
     assert_eq!(meta["authors"][0], "M\u{fc}ller\u{9f}, Hans");
 }
+
+/// A Markdown page kept raw: its copy has a name of its own, so the document does not
+/// overwrite the bytes it was made from.
+#[test]
+fn a_markdown_pages_raw_copy_is_not_its_document() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lib = Library::new(dir.path());
+    let page = Fetched {
+        status: 200,
+        final_url: "https://notes.example/notes.md".into(),
+        content_type: Some("text/markdown".into()),
+        body: b"# Notes\n\nThe original bytes.\n".to_vec(),
+    };
+    let saved = lib
+        .save(
+            &from("https://notes.example/notes.md"),
+            &page,
+            SaveOptions {
+                keep_raw: true,
+                ..SaveOptions::default()
+            },
+        )
+        .expect("save");
+    let text = std::fs::read_to_string(&saved.path).expect("read");
+    let (meta, _) = read_document(&text).expect("front matter");
+    let raw = meta["raw"].as_str().expect("a raw copy");
+    assert!(raw.ends_with(".markdown"), "{raw}");
+    let copy = saved.path.with_file_name(raw);
+    assert_eq!(std::fs::read(copy).expect("the copy"), page.body);
+}

@@ -335,6 +335,14 @@ impl Worker {
             if self.db(|s| s.offline()).await?.is_some() {
                 self.db(|s| s.set_offline(None)).await?;
             }
+            // So is a stall recorded by a worker that is gone (a run that gave up on it): the
+            // window and `stats` showed it for good. A live one's (another process's) stays.
+            let me = self.owner.clone();
+            if let Some(stall) = self.db(|s| s.stalled()).await?
+                && liveness(&stall.worker, &me) == crate::engine::queue::Liveness::Gone
+            {
+                self.db(|s| s.set_stalled(None)).await?;
+            }
             self.reconcile_clock(&self.clock.reading(), true).await?;
             run.summary.recovered += self.recover().await? as u64;
             self.clean_library();

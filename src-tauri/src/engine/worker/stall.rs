@@ -90,16 +90,19 @@ impl Worker {
             return Err(WorkerError::Stalled(stall.state));
         }
         let clock = self.clock.clone();
+        // No probe is further off than the longest wait: a wall clock set back during the
+        // stall would otherwise hold it back by as much.
+        let next_probe_at = stall
+            .state
+            .next_probe_at
+            .min(self.clock.now_ms() + STALL_PROBE_MAX.as_millis() as Millis);
         // A full disk is looked at every second, which costs one statvfs: space freed is seen
         // at once, while the probe that writes keeps its backoff.
         let disk_full = stall.state.kind == StallKind::DiskFull;
         let at = if disk_full {
-            stall
-                .state
-                .next_probe_at
-                .min(self.clock.now_ms() + ROOM_CHECK_MS)
+            next_probe_at.min(self.clock.now_ms() + ROOM_CHECK_MS)
         } else {
-            stall.state.next_probe_at
+            next_probe_at
         };
         let patience_ends = stall.began_boot + STALL_PATIENCE.as_millis() as Millis;
         let boot_left = (patience_ends - self.clock.boot_ms()).max(0) as u64;
@@ -116,7 +119,7 @@ impl Worker {
             }
             _ = shutdown.changed() => return Ok(()),
         }
-        let early = self.clock.now_ms() < stall.state.next_probe_at;
+        let early = self.clock.now_ms() < next_probe_at;
         if early && !(disk_full && self.has_room()) {
             return Ok(());
         }
