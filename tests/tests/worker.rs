@@ -229,3 +229,68 @@ async fn until_idle_returns_once_everything_is_settled_on(backend: Backend) {
     );
     assert_eq!(done.title.as_deref(), Some("OK 1"));
 }
+
+/// A job cancelled while its page is being fetched: the page saved for it belongs to no job, and
+/// does not stay in the library.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_saved_for_a_job_cancelled_meanwhile_does_not_stay() {
+    for backend in Backend::ALL {
+        a_page_saved_for_a_job_cancelled_meanwhile_does_not_stay_on(backend).await;
+    }
+}
+
+async fn a_page_saved_for_a_job_cancelled_meanwhile_does_not_stay_on(backend: Backend) {
+    let server = FaultServer::start();
+    let (dir, store) = backend.open();
+    let clock = ManualClock::new(T0);
+    server.script(
+        "/ok/slow",
+        vec![Behavior::Delay(
+            Duration::from_millis(800),
+            Box::new(Behavior::Ok),
+        )],
+    );
+    let id = enqueue(&*store, &[server.url("/ok/slow")], T0)[0];
+    let library = dir.path().join("library");
+    let worker = Worker::new(
+        store.clone(),
+        clock.clone(),
+        Library::new(&library),
+        Policy::default(),
+    )
+    .expect("worker");
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let w = worker.clone();
+    let run = tokio::spawn(async move { w.run(RunMode::Forever, stop_rx).await });
+    wait_for("the fetch", || server.hits("/ok/slow") == 1).await;
+    store.cancel(&[id], clock.now_ms()).expect("cancel");
+    wait_for("the page fetched", || server.completions("/ok/slow") == 1).await;
+    // The outcome is committed (and discarded) within a step of the page's arrival.
+    let documents = || {
+        walk(&library)
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "md"))
+            .count()
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        store.job(id).expect("job").expect("row").status,
+        Status::Cancelled
+    );
+    assert_eq!(documents(), 0, "{:?}", walk(&library));
+    stop.send(true).expect("stop");
+    run.await.expect("join").expect("run");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

@@ -503,12 +503,45 @@ impl Worker {
         for (claimed, finish, settled) in &step.settled {
             run.summary.count(self.report(claimed, finish, settled));
         }
+        self.remove_discarded_documents(&step.settled).await;
         // After the outcomes, which a database that refuses the finding must not hold up; the
         // claims stand, and a stall puts them back.
         if let Err(e) = self.save_network(now).await {
             self.stall_on(&e);
         }
         Ok(step.claimed)
+    }
+
+    /// A document saved for a job that was cancelled (or taken over) meanwhile belongs to no job:
+    /// it goes, unless the job's row names it (another worker saved the same one since).
+    async fn remove_discarded_documents(&self, settled: &[(Claimed, Finish, Settled)]) {
+        let written: Vec<(i64, String)> = settled
+            .iter()
+            .filter(|(_, _, s)| matches!(s, Settled::Discarded))
+            .filter_map(|(claimed, finish, _)| {
+                let document = match finish {
+                    Finish::Success(success) => success.document.clone(),
+                    Finish::Next(next) => next.saved.as_ref().and_then(|s| s.document.clone()),
+                    _ => None,
+                };
+                document.map(|d| (claimed.job_id, d))
+            })
+            .collect();
+        for (job_id, path) in written {
+            let named = self
+                .db(move |s| s.job(job_id))
+                .await
+                .map(|job| job.and_then(|j| j.document));
+            match named {
+                Ok(named) if named.as_deref() != Some(path.as_str()) => {
+                    if let Err(e) = std::fs::remove_file(&path) {
+                        tracing::debug!(error = %e, "cannot remove {path}");
+                    }
+                }
+                // Kept while it cannot be told: the start-up clean-up does not touch documents.
+                _ => {}
+            }
+        }
     }
 
     /// Notice a jump of the wall clock (see `Queue::reconcile_clock`), and keep this worker's own
