@@ -200,3 +200,35 @@ async fn a_clock_set_forward_does_not_age_a_rate_limited_job_to_death() {
     assert!(w.worker.stalled().is_none());
     w.stop().await;
 }
+
+/// The lid closes during a fetch and its connection dies with the sleep: that is the machine's
+/// doing, not the site's, and spends no retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_cut_by_a_suspend_spends_no_retry() {
+    let server = FaultServer::start();
+    server.script(
+        "/ok/lid",
+        vec![Behavior::Delay(
+            Duration::from_millis(600),
+            Box::new(Behavior::CloseBeforeHeaders),
+        )],
+    );
+    let (w, ids) = start(Policy::default(), &[server.url("/ok/lid")]);
+    wait_for("the fetch in flight", || server.hits("/ok/lid") == 1).await;
+    w.clock.suspend(Duration::from_secs(20 * 60));
+    wait_for("the fetch again, after the wake", || {
+        w.status(ids[0]) == Status::Done
+    })
+    .await;
+    let job = w.store.job(ids[0]).expect("job").expect("row");
+    assert_eq!(job.retries_used, 0, "{:?}", job);
+    let history = w.store.attempts(ids[0]).expect("history");
+    assert!(
+        history[0]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("the computer slept")),
+        "{history:?}"
+    );
+    w.stop().await;
+}

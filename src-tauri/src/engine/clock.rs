@@ -29,6 +29,12 @@ pub trait Clock: Send + Sync + 'static {
     /// Which boot [`Clock::boot_ms`] counts from: boot clocks of two boots cannot be compared.
     fn boot_id(&self) -> &str;
 
+    /// How long this machine has been suspended since it booted, as far as it can tell: an
+    /// attempt across a suspend is the machine's, not the site's, failure.
+    fn asleep_ms(&self) -> Millis {
+        0
+    }
+
     fn reading(&self) -> Reading {
         Reading {
             wall: self.now_ms(),
@@ -92,6 +98,17 @@ impl Clock for SystemClock {
         system_boot_id()
     }
 
+    fn asleep_ms(&self) -> Millis {
+        // The boot clock counts a suspend, the monotonic one does not.
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+            (boot_now_ms() - (t.tv_sec.saturating_mul(1000) + t.tv_nsec / 1_000_000)).max(0)
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        0
+    }
+
     /// Tokio's timer runs on the monotonic clock, which stops while the machine is suspended:
     /// a wait that spans a suspend ends late, by at most the worker's idle fallback.
     fn sleep_until_boot(&self, deadline: Millis) -> futures_util::future::BoxFuture<'_, ()> {
@@ -135,6 +152,7 @@ fn system_boot_id() -> &'static str {
 pub struct ManualClock {
     now: AtomicI64,
     boot: AtomicI64,
+    asleep: AtomicI64,
     moved: Notify,
 }
 
@@ -143,6 +161,7 @@ impl ManualClock {
         Arc::new(Self {
             now: AtomicI64::new(start),
             boot: AtomicI64::new(1_000),
+            asleep: AtomicI64::new(0),
             moved: Notify::new(),
         })
     }
@@ -152,6 +171,14 @@ impl ManualClock {
         self.boot.fetch_add(by, Ordering::SeqCst);
         self.now.fetch_add(by, Ordering::SeqCst);
         self.moved.notify_waiters();
+    }
+
+    /// The machine sleeps for `by` (a closed lid): both readings move, and the time counts as
+    /// suspended.
+    pub fn suspend(&self, by: Duration) {
+        self.asleep
+            .fetch_add(by.as_millis() as Millis, Ordering::SeqCst);
+        self.advance(by);
     }
 
     /// Set the wall clock forward (positive) or back (negative) by `by_ms`, as NTP or a user
@@ -179,6 +206,10 @@ impl Clock for ManualClock {
 
     fn boot_id(&self) -> &str {
         "manual-clock"
+    }
+
+    fn asleep_ms(&self) -> Millis {
+        self.asleep.load(Ordering::SeqCst)
     }
 
     fn sleep_until_boot(&self, deadline: Millis) -> futures_util::future::BoxFuture<'_, ()> {

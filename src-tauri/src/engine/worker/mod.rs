@@ -35,6 +35,9 @@ use owners::{live_owners, new_owner_id};
 pub use stall::STALL_PATIENCE;
 use stall::{Stall, library_fault};
 
+/// A suspend this long during an attempt makes its network failure the machine's.
+const SLEPT_MS: Millis = 2_000;
+
 /// A file name the library's file system refuses (too long, or characters it does not take):
 /// the page's name, not the machine's fault.
 const ENAMETOOLONG: i32 = 36;
@@ -851,7 +854,38 @@ impl Worker {
     /// Fetch and save one claimed job's attempt. Nothing is committed here: the outcome goes
     /// into the loop's next group commit.
     async fn process(self: Arc<Self>, claimed: Claimed, policy: Arc<Policy>) -> (Claimed, Finish) {
+        let asleep = self.clock.asleep_ms();
         let finish = self.attempt(&claimed, &policy).await;
+        let slept = self.clock.asleep_ms() - asleep;
+        let finish = match finish {
+            // The machine slept during the attempt (a closed lid): its connection died with
+            // the sleep, which is no failure of the site's, and spends no retry.
+            Finish::Failure { failure, .. }
+                if slept >= SLEPT_MS
+                    && matches!(
+                        failure.kind,
+                        FailureKind::ConnectRefused
+                            | FailureKind::ConnectFailed
+                            | FailureKind::Timeout
+                            | FailureKind::ClosedBeforeResponse
+                            | FailureKind::DroppedMidBody
+                            | FailureKind::Protocol
+                            | FailureKind::DnsTemporary
+                            | FailureKind::NetworkDown
+                            | FailureKind::Unknown
+                    ) =>
+            {
+                Finish::Offline(Failure {
+                    message: format!(
+                        "{} (the computer slept for {} during it)",
+                        failure.message,
+                        policy::human_duration(Duration::from_millis(slept as u64))
+                    ),
+                    ..failure
+                })
+            }
+            other => other,
+        };
         (claimed, finish)
     }
 
