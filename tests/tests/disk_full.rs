@@ -353,3 +353,69 @@ async fn a_database_error_stalls_the_worker_with_its_reason_until_it_clears() {
     stop.send(true).expect("stop");
     run.await.expect("join").expect("run");
 }
+
+/// The data folder moved (or removed) under a running worker: its connection would go on
+/// writing a file nobody sees, so it stalls saying so, and goes on once the folder is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_moved_away_under_the_worker_stalls_it_until_it_is_back() {
+    let server = FaultServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).expect("data folder");
+    let store = Arc::new(Store::open(&data.join("gleaner.db")).expect("store"));
+    let clock = ManualClock::new(T0);
+    let worker = Worker::new(
+        store.clone(),
+        clock.clone(),
+        Library::new(data.join("library")),
+        Policy::default(),
+    )
+    .expect("worker");
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let w = worker.clone();
+    let run = tokio::spawn(async move { w.run(RunMode::Forever, stop_rx).await });
+    let first = enqueue_all(&store, &[server.url("/ok/before")]);
+    worker.wake();
+    wait_for("the first job", || {
+        store.stats(T0).expect("stats").done == 1
+    })
+    .await;
+
+    let away = dir.path().join("moved");
+    std::fs::rename(&data, &away).expect("move the data folder");
+    wait_for("the stall", || {
+        clock.advance(Duration::from_secs(1));
+        worker.wake();
+        worker.stalled().is_some()
+    })
+    .await;
+    let stall = worker.stalled().expect("stalled");
+    assert_eq!(stall.kind, StallKind::Database);
+    assert!(
+        stall.reason.contains("removed or replaced"),
+        "{}",
+        stall.reason
+    );
+    let later = enqueue_all(&store, &[server.url("/ok/after")]);
+    for _ in 0..3 {
+        clock.advance(Duration::from_secs(5));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        server.hits("/ok/after"),
+        0,
+        "nothing starts while it is away"
+    );
+
+    std::fs::rename(&away, &data).expect("put it back");
+    wait_for("the job queued meanwhile, done", || {
+        clock.advance(Duration::from_secs(1));
+        worker.wake();
+        store.job(later[0]).expect("job").expect("row").status == Status::Done
+    })
+    .await;
+    assert!(worker.stalled().is_none());
+    assert_eq!(first.len(), 1);
+    stop.send(true).expect("stop");
+    run.await.expect("join").expect("run");
+}

@@ -35,6 +35,20 @@ use owners::{live_owners, new_owner_id};
 pub use stall::STALL_PATIENCE;
 use stall::{Stall, library_fault};
 
+/// A file's device and inode, where the platform has them.
+fn file_identity(path: &std::path::Path) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
 /// A suspend this long during an attempt makes its network failure the machine's.
 const SLEPT_MS: Millis = 2_000;
 
@@ -97,6 +111,9 @@ pub struct Worker {
     health: watch::Sender<Option<StallState>>,
     /// The clock offset last reconciled with the store (see `Queue::reconcile_clock`).
     clock_offset: Mutex<Option<(String, Millis)>>,
+    /// The database file this worker opened (device and inode), to notice it removed or
+    /// replaced under it: the open connection would go on writing a file no one can see.
+    database_identity: Option<(u64, u64)>,
     /// When the last stall cleared (boot clock), the probes it had taken, and when it began.
     last_stall: Mutex<Option<(Millis, u32, Millis)>>,
 }
@@ -148,7 +165,9 @@ impl Worker {
         if let Ok(mut set) = live_owners().lock() {
             set.insert(owner.clone());
         }
+        let database_identity = store.database_file().and_then(file_identity);
         Ok(Arc::new(Self {
+            database_identity,
             store,
             clock,
             fetcher,
@@ -351,6 +370,10 @@ impl Worker {
             self.clean_library();
             self.take_reserve();
             run.started = true;
+        }
+        if let Some(reason) = self.database_moved() {
+            self.stall_begin(crate::engine::queue::StallKind::Database, reason);
+            return Ok(Flow::Go);
         }
         // One reading for the whole turn: the queue is reconciled with it, claimed at its
         // wall time, and slept on from it. A clock set between two readings would otherwise

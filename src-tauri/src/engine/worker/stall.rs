@@ -325,9 +325,25 @@ impl Worker {
         self.wake();
     }
 
+    /// Why the database this worker writes is not the one at its path any more (the data folder
+    /// removed or moved while it ran), if it is not.
+    pub(super) fn database_moved(&self) -> Option<String> {
+        let (path, opened) = (self.store.database_file()?, self.database_identity?);
+        (super::file_identity(path) != Some(opened)).then(|| {
+            format!(
+                "the queue database ({}) was removed or replaced while Gleaner was running; put \
+                 the data folder back, or quit and start Gleaner again",
+                path.display()
+            )
+        })
+    }
+
     /// A cheap check that the stall's cause has cleared: a small write to the library folder
     /// and one to the database (which also clears the recorded stall).
     pub(super) async fn probe(&self) -> Result<(), (StallKind, String)> {
+        if let Some(reason) = self.database_moved() {
+            return Err((StallKind::Database, reason));
+        }
         if !self.has_room()
             && let Some(stall) = self.stalled()
         {
