@@ -183,11 +183,25 @@ impl Library {
         let stem = landing_stem
             .unwrap_or_else(|| format!("{}-{}-{}", slug(named_by), from.job_id, &sha256[..8]));
         let path = dir.join(format!("{stem}.md"));
+        let full_text = if paper {
+            Some(true)
+        } else if doc.pdf_url.is_some() || Identifier::from_uri(from.url).is_some() {
+            // A landing page: the paper's text is not in it.
+            Some(false)
+        } else {
+            None
+        };
         let mut body = doc.text.clone();
-        if paper && let Some(abstract_text) = &reference.abstract_text {
-            // The paper's own title and sections sit under "Full text", so they go two levels down.
-            let full_text = demote_headings(&body, 2);
-            body = format!("## Abstract\n\n{abstract_text}\n\n## Full text\n\n{full_text}");
+        if let (Some(has_text), Some(abstract_text)) = (full_text, &reference.abstract_text) {
+            // The page's own title and sections sit under the second heading, so they go two
+            // levels down. Without the paper's text, the abstract is what the document is for.
+            let rest = demote_headings(&body, 2);
+            let under = if has_text {
+                "Full text"
+            } else {
+                "Landing page"
+            };
+            body = format!("## Abstract\n\n{abstract_text}\n\n## {under}\n\n{rest}");
         }
         let mut raw = None;
         // A paper's PDF is the paper: it is kept whatever `keep_raw` says.
@@ -207,14 +221,6 @@ impl Library {
                 fetched.content_type.as_deref().unwrap_or("unknown type")
             );
         }
-        let full_text = if paper {
-            Some(true)
-        } else if doc.pdf_url.is_some() || Identifier::from_uri(from.url).is_some() {
-            // A landing page: the paper's text is not in it.
-            Some(false)
-        } else {
-            None
-        };
         // The resolver's metadata is authoritative for a reference; a landing page's title (often
         // the site's wording of it) only fills a gap.
         let title = if paper || Identifier::from_uri(from.url).is_some() {

@@ -765,3 +765,47 @@ fn a_markdown_pages_raw_copy_is_not_its_document() {
     let copy = saved.path.with_file_name(raw);
     assert_eq!(std::fs::read(copy).expect("the copy"), page.body);
 }
+
+/// A reference whose full text cannot be had: the abstract and the metadata are the document
+/// (DESIGN), so the abstract leads it, and an export finds it.
+#[test]
+fn a_landing_page_without_its_paper_leads_with_the_abstract() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lib = Library::new(dir.path());
+    let reference = Reference {
+        title: Some("Sediment pulses".into()),
+        abstract_text: Some("We tagged stones and followed them through floods.".into()),
+        ..Reference::default()
+    };
+    let of_doi = Provenance {
+        url: "doi:10.1234/pulses",
+        reference: Some(&reference),
+        ..from("")
+    };
+    let page = Fetched {
+        status: 200,
+        final_url: "https://publisher.example/pulses".into(),
+        content_type: Some("text/html".into()),
+        body: br#"<html><head><title>Pulses</title></head><body><article><h1>Pulses</h1>
+            <p>Access to the full text of this article requires a subscription, which your
+            institution may provide; sign in to read it or buy it for a day.</p>
+            </article></body></html>"#
+            .to_vec(),
+    };
+    let saved = lib
+        .save(&of_doi, &page, SaveOptions::default())
+        .expect("save");
+    let text = std::fs::read_to_string(&saved.path).expect("read");
+    let (meta, body) = read_document(&text).expect("front matter");
+    assert_eq!(meta["full_text"], false);
+    assert!(
+        body.trim_start().starts_with(
+            "## Abstract\n\nWe tagged stones and followed them through floods.\n\n## Landing page"
+        ),
+        "{body}"
+    );
+    assert_eq!(
+        crate::engine::export::record::abstract_of(&body).as_deref(),
+        Some("We tagged stones and followed them through floods.")
+    );
+}
