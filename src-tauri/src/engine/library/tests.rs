@@ -805,7 +805,7 @@ fn a_landing_page_without_its_paper_leads_with_the_abstract() {
         "{body}"
     );
     assert_eq!(
-        crate::engine::export::record::abstract_of(&body).as_deref(),
+        crate::engine::export::record::abstract_of(body).as_deref(),
         Some("We tagged stones and followed them through floods.")
     );
 }
