@@ -9,7 +9,7 @@ use crate::engine::export::{self, Format, Selection};
 use crate::engine::library::Library;
 use crate::engine::queue::Queue;
 
-use crate::engine::intake::{printable, shown_url};
+use crate::engine::intake::{printable, printable_prose, shown_url};
 
 /// Documents read from the folder per transaction of a rebuild.
 const REINDEX_BATCH: usize = 500;
@@ -33,14 +33,14 @@ pub fn search(
         println!(
             "{:>3}. {}  (job {})",
             n + 1,
-            printable(hit.title.as_deref().unwrap_or("(no title)")),
+            printable_prose(hit.title.as_deref().unwrap_or("(no title)")),
             hit.job_id
         );
         println!("     {}", shown_url(&hit.url));
         if !hit.tags.is_empty() {
             println!("     tags: {}", printable(&hit.tags.join(", ")));
         }
-        println!("     {}", printable(&hit.snippet.replace('\n', " ")));
+        println!("     {}", printable_prose(&hit.snippet.replace('\n', " ")));
         if let Some(d) = &hit.document {
             println!("     {d}");
         }

@@ -63,7 +63,7 @@ pub async fn search_library(
 /// Web text in a result, with control and bidi characters escaped as the job table does.
 fn shown_hit(hit: &mut Hit) {
     let escape = |t: &mut String| {
-        if let std::borrow::Cow::Owned(escaped) = intake::printable(t) {
+        if let std::borrow::Cow::Owned(escaped) = intake::printable_prose(t) {
             *t = escaped;
         }
     };
@@ -166,7 +166,7 @@ pub async fn read_document_rest(
         }
         let (meta, body) = split_document(&text);
         Ok(
-            render::render_blocks(body, base_in(&meta), from, render::PIECE_BYTES, usize::MAX)
+            render::render_blocks(&body, base_in(&meta), from, render::PIECE_BYTES, usize::MAX)
                 .pieces,
         )
     })
@@ -211,11 +211,55 @@ fn document_text(
 }
 
 /// A document's front matter and its Markdown (a file without front matter is all body).
-fn split_document(text: &str) -> (serde_json::Map<String, serde_json::Value>, &str) {
+fn split_document(
+    text: &str,
+) -> (
+    serde_json::Map<String, serde_json::Value>,
+    std::borrow::Cow<'_, str>,
+) {
     let (meta, body) = read_document(text).unwrap_or_default();
     let body = if meta.is_empty() { text } else { body };
+    let plain_text = meta.get("kind").and_then(|k| k.as_str()) == Some("text")
+        && !meta
+            .get("content_type")
+            .and_then(|c| c.as_str())
+            .is_some_and(|c| c.to_ascii_lowercase().contains("markdown"));
+    let body = if plain_text {
+        as_written(body).into()
+    } else {
+        body.into()
+    };
     (meta, body)
 }
+
+/// A plain-text document (a `.txt`, JSON, a feed) shown as written, not read as Markdown
+/// (its `# comment` was a heading, `2*3*4` italic, its columns one paragraph): code blocks of
+/// at most [`PLAIN_LINES`] lines each, so the reader still shows it a piece at a time.
+fn as_written(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 64);
+    let lines: Vec<&str> = text.lines().collect();
+    for chunk in lines.chunks(PLAIN_LINES) {
+        // A fence longer than any run of backticks in the chunk.
+        let longest = chunk
+            .iter()
+            .flat_map(|l| l.split(|c| c != '`'))
+            .map(str::len)
+            .max()
+            .unwrap_or(0);
+        let fence = "`".repeat(longest.max(2) + 1);
+        out.push_str(&fence);
+        out.push('\n');
+        for line in chunk {
+            out.push_str(line);
+            out.push('\n');
+        }
+        out.push_str(&fence);
+        out.push_str("\n\n");
+    }
+    out
+}
+
+const PLAIN_LINES: usize = 200;
 
 /// The address a document's body came from (its front matter's `final_url`, else `url`): its
 /// relative links are relative to it.
@@ -227,17 +271,17 @@ fn base_in(meta: &serde_json::Map<String, serde_json::Value>) -> Option<&str> {
 
 fn reading(id: i64, url: &str, doc: &str, path: &Path, text: &str, tags: Vec<String>) -> Reading {
     let (meta, body) = split_document(text);
-    let first = render::render_blocks(body, base_in(&meta), 0, render::FIRST_PIECE_BYTES, 1);
+    let first = render::render_blocks(&body, base_in(&meta), 0, render::FIRST_PIECE_BYTES, 1);
     let field = |key: &str| {
         meta.get(key)
             .and_then(|v| v.as_str())
-            .map(|s| intake::printable(s).into_owned())
+            .map(|s| intake::printable_prose(s).into_owned())
     };
     let authors = match meta.get("authors").and_then(|v| v.as_array()) {
         Some(list) => list
             .iter()
             .filter_map(|a| a.as_str())
-            .map(|a| intake::printable(a).into_owned())
+            .map(|a| intake::printable_prose(a).into_owned())
             .collect(),
         None => field("byline").into_iter().collect(),
     };
@@ -359,6 +403,38 @@ mod tests {
         );
         assert!(!r.html.contains("<script"), "{}", r.html);
         assert_eq!(r.tags, ["thesis"]);
+    }
+
+    #[test]
+    fn a_plain_text_document_is_shown_as_written_and_markdown_as_markdown() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let doc = dir.path().join("notes.md");
+        let body = "Results\n=======\n# a shell comment\n2*3*4 and __init__.py\ncol1   col2\n<b>x</b> ```\n";
+        let text = format!("---\nkind: \"text\"\ncontent_type: \"text/plain\"\n---\n{body}");
+        let r = reading(
+            1,
+            "https://x.example/notes.txt",
+            "notes.md",
+            &doc,
+            &text,
+            Vec::new(),
+        );
+        assert!(!r.html.contains("<h1>"), "{}", r.html);
+        assert!(
+            !r.html.contains("<em>") && !r.html.contains("<strong>"),
+            "{}",
+            r.html
+        );
+        assert!(r.html.contains("<pre>"), "{}", r.html);
+        assert!(
+            r.html.contains("2*3*4 and __init__.py\ncol1   col2"),
+            "{}",
+            r.html
+        );
+        assert!(r.html.contains("&lt;b&gt;x&lt;/b&gt; ```"), "{}", r.html);
+        let text = format!("---\nkind: \"text\"\ncontent_type: \"text/markdown\"\n---\n# Title\n");
+        let r = reading(1, "https://x.example/n.md", "n.md", &doc, &text, Vec::new());
+        assert!(r.html.contains("<h1>Title</h1>"), "{}", r.html);
     }
 
     #[test]

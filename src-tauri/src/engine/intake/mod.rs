@@ -461,8 +461,21 @@ fn shown(input: &str) -> String {
 /// Bidi controls ([`is_bidi_control`]) are escaped too: a right-to-left override in a title
 /// reorders the rest of the line it is shown on, in a terminal as in the window's table.
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    let odd = |c: char| c.is_control() || is_bidi_control(c);
-    if !text.contains(odd) {
+    escaped(text, |c| c.is_control() || is_bidi_control(c))
+}
+
+/// Prose from outside (a document's text in a snippet, its title and authors in the reader)
+/// escaped as [`printable`] escapes, but for the right-to-left and left-to-right marks: common
+/// punctuation of right-to-left text, which showed as `\u{200f}` there. They give a character a
+/// direction; unlike an override they reorder no run of text.
+pub fn printable_prose(text: &str) -> std::borrow::Cow<'_, str> {
+    escaped(text, |c| {
+        c.is_control() || (is_bidi_control(c) && !matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}'))
+    })
+}
+
+fn escaped(text: &str, odd: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
+    if !text.contains(&odd) {
         return text.into();
     }
     text.chars()

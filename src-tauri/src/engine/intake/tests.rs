@@ -69,8 +69,14 @@ fn bidi_controls_from_the_web_are_printed_escaped() {
         let shown = printable(&format!("a{c}b")).into_owned();
         assert!(!shown.contains(c), "{c:?} reached {shown:?}");
     }
-    // Right-to-left text itself is text, not a control.
+    // Right-to-left text itself is text, not a control; in prose, so are its marks.
     assert_eq!(printable("שלום عربي"), "שלום عربي");
+    let arabic = "الماس \u{200f}(NV)\u{200f} \u{061c}x \u{200e}y";
+    assert_eq!(printable_prose(arabic), arabic);
+    assert_eq!(
+        printable_prose("Invoice \u{202e}exe.txt \u{2067}x\u{1b}"),
+        "Invoice \\u{202e}exe.txt \\u{2067}x\\u{1b}"
+    );
     assert!(!is_bidi_control('\u{200d}'));
     // A rejected line echoed back is escaped the same way.
     let r = rejected(&scan_text("evil\u{202e}word"));

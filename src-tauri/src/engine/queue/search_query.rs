@@ -49,7 +49,9 @@ impl SearchQuery {
     /// only on Latin letters: [`fold`] would take "й" to "и", Greek accents, Korean syllables'
     /// composition and Devanagari's vowel signs, and FTS5 would find none of them.
     pub fn parse_lower(text: &str) -> Option<SearchQuery> {
-        Self::parse_folded(&text.to_lowercase())
+        // "İ" lowers to "i" and a combining dot, which splits "İstanbul" into two words; FTS5
+        // indexed it as "istanbul".
+        Self::parse_folded(&text.replace('\u{130}', "i").to_lowercase())
     }
 
     fn parse_folded(folded: &str) -> Option<SearchQuery> {
@@ -178,7 +180,7 @@ impl SearchQuery {
     }
 
     /// FTS5's query syntax: each term a quoted phrase, so nothing in it is syntax; FTS5's
-    /// `NOT` is binary, so the exclusions come after everything a match has.
+    /// `NOT` is binary, so the exclusions come after everything a match has, in one.
     pub fn to_fts5(&self) -> String {
         let term = |t: &Term| {
             format!(
@@ -200,14 +202,18 @@ impl SearchQuery {
             })
             .collect::<Vec<_>>()
             .join(" AND ");
-        if self.clauses.iter().any(|c| matches!(c, Clause::Not(_))) {
-            out = format!("({out})");
-            for clause in &self.clauses {
-                if let Clause::Not(t) = clause {
-                    out.push_str(" NOT ");
-                    out.push_str(&term(t));
-                }
-            }
+        // One NOT of all the exclusions: a NOT each nested one level deeper, and FTS5 refuses a
+        // tree deeper than 256 (its ORs are one level however many).
+        let excluded: Vec<String> = self
+            .clauses
+            .iter()
+            .filter_map(|clause| match clause {
+                Clause::Not(t) => Some(term(t)),
+                Clause::AnyOf(_) => None,
+            })
+            .collect();
+        if !excluded.is_empty() {
+            out = format!("({out}) NOT ({})", excluded.join(" OR "));
         }
         out
     }
@@ -239,7 +245,7 @@ mod tests {
             both("transl* -draft -\"old copy\""),
             pair(
                 "'transl':* & !'draft' & !'old copy'",
-                "(\"transl\"*) NOT \"draft\" NOT \"old copy\""
+                "(\"transl\"*) NOT (\"draft\" OR \"old copy\")"
             )
         );
         assert_eq!(
@@ -262,7 +268,7 @@ mod tests {
         assert_eq!(both("or cats"), pair("'cats'", "\"cats\""));
         assert_eq!(
             both("-dogs or cats"),
-            pair("!'dogs' & 'cats'", "(\"cats\") NOT \"dogs\"")
+            pair("!'dogs' & 'cats'", "(\"cats\") NOT (\"dogs\")")
         );
         assert_eq!(both("-only"), None);
         assert_eq!(both("!!! ***"), None);

@@ -20,8 +20,12 @@ pub(crate) fn plain(markdown: &str) -> String {
         let still_start = line_start && (c.is_whitespace() || matches!(c, '#' | '>'));
         match c {
             '\\' if chars.peek().is_some_and(|n| n.is_ascii_punctuation()) => {
-                if let Some(n) = chars.next() {
-                    out.push(n);
+                match chars.next() {
+                    // The text's own star (`2**10`) as its lookalike: two of them would pass
+                    // for the match mark.
+                    Some('*') => out.push('\u{2217}'),
+                    Some(n) => out.push(n),
+                    None => {}
                 }
             }
             // A link's target, or a reference's label, is not text to read.
@@ -66,6 +70,16 @@ pub(crate) fn marked(snippet: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_texts_own_stars_never_pass_for_a_match_mark() {
+        let snippet =
+            format!("We compute 2\\*\\*10 and x\\*\\*y as the {OPEN}exponent{CLOSE} grows");
+        assert_eq!(
+            marked(&snippet),
+            "We compute 2\u{2217}\u{2217}10 and x\u{2217}\u{2217}y as the **exponent** grows"
+        );
+    }
 
     #[test]
     fn links_escapes_and_emphasis_are_taken_out() {

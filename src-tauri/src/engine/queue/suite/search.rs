@@ -77,6 +77,16 @@ pub(crate) fn ids(hits: &[Hit]) -> Vec<i64> {
 }
 
 super::on_every_backend! {
+    fn a_turkish_capital_dotted_i_and_hundreds_of_exclusions_are_queries_like_any(s) {
+        let id = done(&*s, "https://a.example/tr", "Şehirler", "", "İstanbul ve İzmir kıyıda.");
+        for typed in ["İstanbul", "istanbul", "İZMİR"] {
+            assert_eq!(ids(&s.search(typed, 10).expect("search")), [id], "{typed}");
+        }
+        let many: String = (0..300).map(|n| format!(" -w{n}")).collect();
+        let hits = s.search(&format!("istanbul{many}"), 10).expect("no error");
+        assert_eq!(ids(&hits), [id]);
+    }
+
     /// A very long text of words that never repeat (1.3 MB) is kept and found by a word near
     /// its start: PostgreSQL's index of one document holds at most 1 MiB, and going over it
     /// failed the step, which stalled the queue on that job again and again.
