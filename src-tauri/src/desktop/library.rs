@@ -432,8 +432,8 @@ mod tests {
             r.html
         );
         assert!(r.html.contains("&lt;b&gt;x&lt;/b&gt; ```"), "{}", r.html);
-        let text = format!("---\nkind: \"text\"\ncontent_type: \"text/markdown\"\n---\n# Title\n");
-        let r = reading(1, "https://x.example/n.md", "n.md", &doc, &text, Vec::new());
+        let text = "---\nkind: \"text\"\ncontent_type: \"text/markdown\"\n---\n# Title\n";
+        let r = reading(1, "https://x.example/n.md", "n.md", &doc, text, Vec::new());
         assert!(r.html.contains("<h1>Title</h1>"), "{}", r.html);
     }
 
