@@ -314,16 +314,15 @@ async fn a_database_error_stalls_the_worker_with_its_reason_until_it_clears() {
         "{}",
         stall.reason
     );
-    // Probes that pass the write but not the queue keep it stalled, backing off.
-    for _ in 0..3 {
+    // Probes that pass the write but not the queue keep it stalled, backing off. (Each probe
+    // writes and syncs a file: on a loaded machine one may take longer than a fixed pause.)
+    wait_for("two probes", || {
         clock.advance(Duration::from_secs(5));
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(
-        worker.stalled().is_some(),
-        "cleared while the table is gone"
-    );
-    assert!(worker.stalled().expect("stalled").probes >= 2);
+        let stall = worker.stalled();
+        assert!(stall.is_some(), "cleared while the table is gone");
+        stall.is_some_and(|s| s.probes >= 2)
+    })
+    .await;
     // The wall clock set back an hour (a sync, a correction) does not hold the next probe back
     // by as much: it comes within the longest wait, on time that passes.
     clock.jump_wall(-3_600_000);

@@ -265,19 +265,26 @@ async fn a_page_saved_for_a_job_cancelled_meanwhile_does_not_stay_on(backend: Ba
     wait_for("the fetch", || server.hits("/ok/slow") == 1).await;
     store.cancel(&[id], clock.now_ms()).expect("cancel");
     wait_for("the page fetched", || server.completions("/ok/slow") == 1).await;
-    // The outcome is committed (and discarded) within a step of the page's arrival.
+    // The page is saved, then its outcome committed as discarded (the file is written first).
+    wait_for("the discarded outcome", || {
+        store
+            .attempts(id)
+            .expect("history")
+            .iter()
+            .any(|a| a.outcome.as_deref() == Some("success_discarded"))
+    })
+    .await;
     let documents = || {
         walk(&library)
             .into_iter()
             .filter(|p| p.extension().is_some_and(|e| e == "md"))
             .count()
     };
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_for("the page gone", || documents() == 0).await;
     assert_eq!(
         store.job(id).expect("job").expect("row").status,
         Status::Cancelled
     );
-    assert_eq!(documents(), 0, "{:?}", walk(&library));
     stop.send(true).expect("stop");
     run.await.expect("join").expect("run");
 }
