@@ -527,3 +527,50 @@ async fn a_live_members_leases_are_renewed_and_its_jobs_never_taken() {
         Some("interrupted")
     );
 }
+
+/// A member that joined the lab in the window's Settings (the address saved in its data
+/// folder): the CLI on that folder works on the lab's queue, not on a private one.
+#[test]
+fn the_cli_uses_the_shared_database_saved_in_the_data_folder() {
+    let database = fresh_database_url();
+    let lab = Member::new(&database);
+    let out = lab.run(&["add", "https://example.com/in-the-lab"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let sb = Sandbox::new();
+    std::fs::write(sb.path().join("database-url"), format!("{database}\n")).expect("save");
+    let out = sb.run(&["stats", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(stats["pending"], 1, "the lab's queue: {stats}");
+    assert!(
+        !sb.path().join("gleaner.db").exists(),
+        "no private queue was made"
+    );
+    assert!(!stderr(&out).contains("gleaner-test"), "no password shown");
+    // A database already made says nothing of it on each command.
+    let again = sb.run(&["stats"]);
+    assert!(!stderr(&again).contains("NOTICE"), "{}", stderr(&again));
+}
+
+/// Tags set on one member reach every member's export and the files `library pull` writes.
+#[test]
+fn tags_set_on_one_member_are_in_every_members_export() {
+    let server = FaultServer::start();
+    let database = fresh_database_url();
+    let members: Vec<Member> = (0..2).map(|_| Member::new(&database)).collect();
+    add(&members[0], &[server.url("/ok/tagged-page")]);
+    let out = members[0].run(&["run", "--until-idle"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The other member has not pulled: its folder has no copy of the document.
+    let out = members[1].run(&["tags", "1", "--add", "rivers"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for member in &members {
+        let out = member.run(&["export", "--format", "bibtex"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(
+            stdout(&out).contains("keywords = {rivers}"),
+            "{}",
+            stdout(&out)
+        );
+    }
+}

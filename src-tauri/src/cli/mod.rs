@@ -212,7 +212,8 @@ pub enum Command {
         #[command(subcommand)]
         command: Option<HostsCommand>,
     },
-    /// Pause the whole queue (every process on this data folder): nothing new starts.
+    /// Pause the whole queue (every process on this data folder, or every machine on a shared
+    /// database): nothing new starts.
     Pause,
     /// Resume the whole queue.
     Resume,
@@ -567,7 +568,22 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     {
         refuse(policy::PolicyError::CapBelowBase { base, cap });
     }
-    let store = open_queue(&data_dir, cli.database.as_deref())?;
+    // The shared database the window's Settings saved in this data folder, unless the flag or
+    // the environment names one: `gleaner add` and `run` went to a private queue of their own.
+    let database = match cli.database.clone() {
+        Some(url) => Some(url),
+        None => {
+            let saved = crate::desktop::database::read(&data_dir).map_err(anyhow::Error::msg)?;
+            if let Some(url) = &saved {
+                tracing::info!(
+                    "using the shared database saved in the window's settings: {}",
+                    crate::engine::postgres::describe_url(url)
+                );
+            }
+            saved
+        }
+    };
+    let store = open_queue(&data_dir, database.as_deref())?;
     let policy = cli.policy.apply(store.load_policy()?);
     if let Err(e) = policy.check() {
         refuse(e);
@@ -648,7 +664,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         ),
         Command::Pause => {
             store.set_queue_paused(true)?;
-            println!("queue paused: no new fetch starts until `gleaner resume`");
+            if database.is_some() {
+                println!(
+                    "queue paused for every machine on the shared database: no new fetch starts \
+                     until `gleaner resume`"
+                );
+            } else {
+                println!("queue paused: no new fetch starts until `gleaner resume`");
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Resume => {

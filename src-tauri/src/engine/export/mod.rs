@@ -170,9 +170,16 @@ pub fn export(
             let mut records = Vec::new();
             each_done_job(store, |job, path| {
                 let chosen = is_chosen(job.id);
-                let Some(record) = read_record(store, job.id, Path::new(path), chosen)? else {
+                let Some(mut record) = read_record(store, job.id, Path::new(path), chosen)? else {
                     return Ok(());
                 };
+                // The queue's tags: a file is rewritten only where they were set, and on a lab's
+                // other members (or before a pull) it keeps the ones it was fetched with.
+                record.tags = job
+                    .reference
+                    .as_ref()
+                    .map(|r| r.tags.clone())
+                    .unwrap_or_default();
                 wanted.push((job.id, keys::wanted(&record)));
                 if chosen {
                     records.push(record);

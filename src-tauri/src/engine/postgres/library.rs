@@ -322,6 +322,24 @@ pub(super) async fn set_tags(db: &Db, job_id: i64, tags: &[String]) -> Result<Op
             tx.exec("DELETE FROM job_tags WHERE job_id = $1", &[&job_id])
                 .await?;
             add_tags_in(&tx, job_id, &tags).await?;
+            // The lab's copy of the document too: other members export, read and pull that
+            // one, and kept the tags it was fetched with.
+            let stored = tx
+                .query_rows(
+                    "SELECT content FROM documents WHERE job_id = $1 FOR UPDATE",
+                    &[&job_id],
+                )
+                .await?;
+            if let Some(content) = stored.first().map(|r| r.get::<_, Vec<u8>>(0))
+                && let Some(retagged) =
+                    crate::engine::tags::retag_text(&String::from_utf8_lossy(&content), &tags)
+            {
+                tx.exec(
+                    "UPDATE documents SET content = $2 WHERE job_id = $1",
+                    &[&job_id, &retagged.into_bytes()],
+                )
+                .await?;
+            }
             Some(tags.clone())
         }
     })

@@ -22,11 +22,20 @@ pub(super) async fn migrate(client: &mut deadpool_postgres::Object) -> Result<()
     let tx = client.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
         .await?;
-    tx.batch_execute(
-        "CREATE TABLE IF NOT EXISTS gleaner_schema (version integer PRIMARY KEY, \
-             applied_at timestamptz NOT NULL DEFAULT now())",
-    )
-    .await?;
+    // Made only when missing: `IF NOT EXISTS` sent the server's notice ("already exists,
+    // skipping") to every command's output, and needs CREATE on the schema even when the
+    // schema is up to date, which a member without that right does not have.
+    let exists: bool = tx
+        .query_one("SELECT to_regclass('gleaner_schema') IS NOT NULL", &[])
+        .await?
+        .get(0);
+    if !exists {
+        tx.batch_execute(
+            "CREATE TABLE gleaner_schema (version integer PRIMARY KEY, \
+                 applied_at timestamptz NOT NULL DEFAULT now())",
+        )
+        .await?;
+    }
     let found: i32 = tx
         .query_one("SELECT coalesce(max(version), 0) FROM gleaner_schema", &[])
         .await?

@@ -25,14 +25,26 @@ pub(super) fn new_owner_id() -> String {
     format!("pid-{pid}-{start}-{nonce:08x}@{}", this_boot())
 }
 
-/// This machine's boot, in short: owners of another boot (another machine, or this one
-/// before a restart) are judged by their lease.
+/// This machine's boot, in short, and the PID namespace pids are read in: owners of another
+/// boot (another machine, or this one before a restart) or of another namespace (a container
+/// on this machine, which shares its boot id) are judged by their lease. A container's pids
+/// are not this namespace's, so they looked like processes gone, and two members of a lab on
+/// one host took each other's jobs back on every recovery.
 fn this_boot() -> &'static str {
     static BOOT: OnceLock<String> = OnceLock::new();
     BOOT.get_or_init(|| {
-        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        let boot: String = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
             .map(|b| b.trim().replace('-', "").chars().take(12).collect())
-            .unwrap_or_else(|_| "local".into())
+            .unwrap_or_else(|_| "local".into());
+        // `pid:[4026531836]`: the namespace's inode.
+        match std::fs::read_link("/proc/self/ns/pid") {
+            Ok(ns) => {
+                let ns = ns.to_string_lossy();
+                let inode: String = ns.chars().filter(char::is_ascii_digit).collect();
+                format!("{boot}.{inode}")
+            }
+            Err(_) => boot,
+        }
     })
 }
 
@@ -90,4 +102,21 @@ pub(super) fn process_start(pid: u32) -> Option<u64> {
     // The command name (field 2) may hold spaces and parentheses: count from its end.
     let after_name = &stat[stat.rfind(')')? + 1..];
     after_name.split_whitespace().nth(19)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_owner_of_another_pid_namespace_on_this_boot_is_judged_by_its_lease() {
+        // A pid no process has here: gone, if the owner is of this namespace.
+        let ours = format!("pid-4194000-1-0000abcd@{}", this_boot());
+        assert_eq!(liveness(&ours, "me"), Liveness::Gone);
+        // The same pid in a container on this machine (same boot id, another namespace).
+        let boot = this_boot().split('.').next().unwrap_or_default();
+        let container = format!("pid-4194000-1-0000abcd@{boot}.4026532000");
+        assert_eq!(liveness(&container, "me"), Liveness::Unknown);
+        assert!(this_boot().contains('.'), "{}", this_boot());
+    }
 }
