@@ -573,4 +573,21 @@ fn tags_set_on_one_member_are_in_every_members_export() {
             stdout(&out)
         );
     }
+    // The member that fetched it holds the older version under the same name: a pull
+    // replaces it (it counted it "already there"), and a second pull moves nothing.
+    let out = members[0].run(&["library", "pull"]);
+    assert!(
+        stdout(&out).contains("pulled 0 files") && stdout(&out).contains("1 replaced"),
+        "{}",
+        stdout(&out)
+    );
+    let files = walk(&members[0].sb.path().join("library"));
+    let document = files
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "md"))
+        .expect("the document");
+    let text = std::fs::read_to_string(document).expect("read");
+    assert!(text.contains("tags: [\"rivers\"]"), "{text}");
+    let again = members[0].run(&["library", "pull"]);
+    assert!(stdout(&again).contains("0 replaced"), "{}", stdout(&again));
 }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
+use sha2::{Digest as _, Sha256};
 
 use crate::engine::export::{self, Format, Selection};
 use crate::engine::library::Library;
@@ -140,40 +141,64 @@ pub fn reindex(store: &dyn Queue, library: &Library) -> anyhow::Result<ExitCode>
 /// Documents asked of the database per round of a pull.
 const PULL_BATCH: u32 = 100;
 
-/// Write the shared library's documents (and PDFs) that this member's folder lacks.
+/// Write the shared library's documents (and PDFs) that this member's folder lacks, or holds
+/// in another version: the database's listing (paths and SHA-256) is compared with the files
+/// first, and only what differs is fetched.
 pub fn pull(store: &dyn Queue, library: &Library) -> anyhow::Result<ExitCode> {
-    let (mut written, mut present, mut after) = (0u64, 0u64, 0i64);
+    let (mut written, mut replaced, mut present, mut after) = (0u64, 0u64, 0u64, 0i64);
     loop {
-        let docs = store.shared_documents(after, PULL_BATCH)?;
-        let Some(last) = docs.last() else { break };
+        let listed = store.shared_listing(after, PULL_BATCH)?;
+        let Some(last) = listed.last() else { break };
         after = last.job_id;
-        for doc in &docs {
-            let files = std::iter::once((doc.path.as_str(), doc.content.as_slice()))
-                .chain(doc.pdf.as_ref().map(|(p, b)| (p.as_str(), b.as_slice())));
-            for (relative, bytes) in files {
+        for entry in &listed {
+            let files = std::iter::once((entry.path.as_str(), entry.sha256.as_slice()))
+                .chain(entry.pdf.as_ref().map(|(p, h)| (p.as_str(), h.as_slice())));
+            let mut wanted = Vec::new();
+            for (relative, sha256) in files {
                 let Some(path) = inside(library.root(), relative) else {
                     eprintln!(
                         "job {}: {} is not a path inside the library; skipped",
-                        doc.job_id,
+                        entry.job_id,
                         printable(relative)
                     );
                     continue;
                 };
-                if path.exists() {
-                    present += 1;
-                    continue;
+                match std::fs::read(&path) {
+                    Ok(bytes) if Sha256::digest(&bytes).as_slice() == sha256 => present += 1,
+                    // Another version under the same name: a landing page the paper replaced
+                    // on another member, or tags set since.
+                    Ok(_) => wanted.push((relative.to_string(), path, true)),
+                    Err(_) => wanted.push((relative.to_string(), path, false)),
                 }
+            }
+            if wanted.is_empty() {
+                continue;
+            }
+            let Some(doc) = store.shared_document(entry.job_id)? else {
+                continue;
+            };
+            let files = std::iter::once((doc.path.as_str(), doc.content.as_slice()))
+                .chain(doc.pdf.as_ref().map(|(p, b)| (p.as_str(), b.as_slice())));
+            for (relative, bytes) in files {
+                let Some((_, path, was_there)) = wanted.iter().find(|(r, _, _)| r == relative)
+                else {
+                    continue;
+                };
                 let dir = path.parent().unwrap_or(library.root());
                 std::fs::create_dir_all(dir)
                     .with_context(|| format!("cannot make {}", dir.display()))?;
-                crate::engine::library::write_atomic(dir, &path, bytes)
+                crate::engine::library::write_atomic(dir, path, bytes)
                     .with_context(|| format!("cannot write {}", path.display()))?;
-                written += 1;
+                if *was_there {
+                    replaced += 1;
+                } else {
+                    written += 1;
+                }
             }
         }
     }
     println!(
-        "pulled {written} file{} into {}; {present} already there",
+        "pulled {written} file{} into {}; {replaced} replaced by the lab's newer version; {present} already there",
         if written == 1 { "" } else { "s" },
         library.root().display()
     );

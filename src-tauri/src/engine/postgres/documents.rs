@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::Db;
 use super::rows::Conn;
-use crate::engine::queue::{Result, SharedDocument};
+use crate::engine::queue::{Result, SharedDocument, SharedEntry};
 
 /// The setting that caps the PDFs kept in the database, in bytes.
 pub const PDF_MAX_SETTING: &str = "shared_pdf_max_bytes";
@@ -102,35 +102,54 @@ pub(super) async fn pdf_max(db: &Db) -> Result<u64> {
         .unwrap_or(PDF_MAX_DEFAULT))
 }
 
-pub(super) async fn shared_documents(
-    db: &Db,
-    after: i64,
-    limit: u32,
-) -> Result<Vec<SharedDocument>> {
+pub(super) async fn shared_listing(db: &Db, after: i64, limit: u32) -> Result<Vec<SharedEntry>> {
     let rows = db
         .client()
         .await?
         .query_rows(
-            "SELECT job_id, path, content, pdf_path, pdf FROM documents WHERE job_id > $1 \
-             ORDER BY job_id LIMIT $2",
+            "SELECT job_id, path, content_sha256, pdf_path, pdf_sha256 FROM documents \
+             WHERE job_id > $1 ORDER BY job_id LIMIT $2",
             &[&after, &i64::from(limit)],
         )
         .await?;
     Ok(rows
         .iter()
-        .map(|r| SharedDocument {
+        .map(|r| SharedEntry {
             job_id: r.get(0),
             path: r.get(1),
-            content: r.get(2),
+            sha256: r.get(2),
             pdf: match (
                 r.get::<_, Option<String>>(3),
                 r.get::<_, Option<Vec<u8>>>(4),
             ) {
-                (Some(p), Some(b)) => Some((p, b)),
+                (Some(p), Some(h)) => Some((p, h)),
                 _ => None,
             },
         })
         .collect())
+}
+
+pub(super) async fn shared_document(db: &Db, job_id: i64) -> Result<Option<SharedDocument>> {
+    let rows = db
+        .client()
+        .await?
+        .query_rows(
+            "SELECT job_id, path, content, pdf_path, pdf FROM documents WHERE job_id = $1",
+            &[&job_id],
+        )
+        .await?;
+    Ok(rows.first().map(|r| SharedDocument {
+        job_id: r.get(0),
+        path: r.get(1),
+        content: r.get(2),
+        pdf: match (
+            r.get::<_, Option<String>>(3),
+            r.get::<_, Option<Vec<u8>>>(4),
+        ) {
+            (Some(p), Some(b)) => Some((p, b)),
+            _ => None,
+        },
+    }))
 }
 
 pub(super) async fn stored_document(db: &Db, job_id: i64) -> Result<Option<Vec<u8>>> {

@@ -15,8 +15,8 @@ use crate::engine::policy::{HostIntervals, Policy};
 use crate::engine::queue::{
     ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, Hit,
     HostCount, HostState, Indexed, Job, JobFilter, LibraryQuery, Liveness, NewJob, OfflineState,
-    Queue, QueueError, Reindexed, Result, Settled, SharedDocument, StallState, Stats, Step,
-    Subscription, Success, rfc3339,
+    Queue, QueueError, Reindexed, Result, Settled, SharedDocument, SharedEntry, StallState, Stats,
+    Step, Subscription, Success, rfc3339,
 };
 
 const OFFLINE: &str = "offline";
@@ -264,8 +264,12 @@ impl Queue for PgStore {
         self.block(|| library::reindex(&self.db, &documents))
     }
 
-    fn shared_documents(&self, after: i64, limit: u32) -> Result<Vec<SharedDocument>> {
-        self.block(|| documents::shared_documents(&self.db, after, limit))
+    fn shared_listing(&self, after: i64, limit: u32) -> Result<Vec<SharedEntry>> {
+        self.block(|| documents::shared_listing(&self.db, after, limit))
+    }
+
+    fn shared_document(&self, job_id: i64) -> Result<Option<SharedDocument>> {
+        self.block(|| documents::shared_document(&self.db, job_id))
     }
 
     fn stored_document(&self, job_id: i64) -> Result<Option<Vec<u8>>> {

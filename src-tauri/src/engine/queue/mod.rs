@@ -28,8 +28,8 @@ pub use error::{QueueError, Result};
 pub use types::{
     ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, Hit,
     HostCount, HostState, Indexed, Job, JobFilter, LibraryQuery, Liveness, NewJob, Next,
-    OfflineState, PausedHost, Reference, Reindexed, Settled, SharedDocument, Stage, StallKind,
-    StallState, Stats, Status, Step, Success, claim_now, rfc3339,
+    OfflineState, PausedHost, Reference, Reindexed, Settled, SharedDocument, SharedEntry, Stage,
+    StallKind, StallState, Stats, Status, Step, Success, claim_now, rfc3339,
 };
 
 /// Wake-ups from other processes last as long as this is kept (see [`Queue::subscribe`]).
@@ -241,11 +241,16 @@ pub trait Queue: Send + Sync + std::fmt::Debug {
     /// (the path its row names) is indexed.
     fn reindex(&self, documents: &[(i64, String, Indexed)]) -> Result<Reindexed>;
 
-    /// The shared library's documents after job `after`, at most `limit`, by job: what
-    /// `gleaner library pull` writes into a member's folder. None where the library is the
-    /// data folder alone (SQLite).
-    fn shared_documents(&self, _after: i64, _limit: u32) -> Result<Vec<SharedDocument>> {
+    /// The shared library's documents after job `after`, at most `limit`, by job, named and
+    /// hashed but without their bytes: what `gleaner library pull` compares a member's folder
+    /// with. None where the library is the data folder alone (SQLite).
+    fn shared_listing(&self, _after: i64, _limit: u32) -> Result<Vec<SharedEntry>> {
         Ok(Vec::new())
+    }
+
+    /// One shared document with its bytes (and its PDF's), for a pull that lacks it.
+    fn shared_document(&self, _job_id: i64) -> Result<Option<SharedDocument>> {
+        Ok(None)
     }
 
     /// A job's document as the database keeps it, for a member whose folder lacks the file;

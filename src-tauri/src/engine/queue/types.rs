@@ -460,9 +460,21 @@ pub struct Hit {
     pub pdf: Option<String>,
 }
 
-/// A document of the shared library as the database keeps it (see
-/// [`crate::engine::queue::Queue::shared_documents`]).
-#[derive(Debug, Clone)]
+/// A document of the shared library as the database lists it, without its bytes (see
+/// [`crate::engine::queue::Queue::shared_listing`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedEntry {
+    pub job_id: i64,
+    /// Relative to a member's library folder.
+    pub path: String,
+    /// The SHA-256 of the document as the database keeps it.
+    pub sha256: Vec<u8>,
+    /// The PDF beside it, when kept: its relative path and SHA-256.
+    pub pdf: Option<(String, Vec<u8>)>,
+}
+
+/// A shared document with its bytes (see [`crate::engine::queue::Queue::shared_document`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SharedDocument {
     pub job_id: i64,
     /// Relative to a member's library folder.
