@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use super::record::{Kind, Person, Record};
+use super::record::{Kind, Person, Record, given_and_suffix};
 
 /// One entry per record, a blank line after each.
 pub fn write(out: &mut dyn Write, records: &[Record]) -> std::io::Result<()> {
@@ -102,8 +102,12 @@ fn name(person: &Person) -> String {
     match person {
         Person::Name { family, given } => {
             let family = protect_and(&escape(family));
-            match given {
-                Some(g) => format!("{family}, {}", protect_and(&escape(g))),
+            // BibTeX's own place for a suffix: "Family, Jr., Given".
+            match given.as_deref().map(given_and_suffix) {
+                Some((g, Some(suffix))) => {
+                    format!("{family}, {}, {}", escape(suffix), protect_and(&escape(g)))
+                }
+                Some((g, None)) => format!("{family}, {}", protect_and(&escape(g))),
                 None => family,
             }
         }

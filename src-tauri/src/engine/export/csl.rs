@@ -7,7 +7,7 @@ use std::io::Write;
 use serde_json::{Map, Value, json};
 
 use super::ExportError;
-use super::record::{Date, Kind, Person, Record};
+use super::record::{Date, Kind, Person, Record, given_and_suffix};
 
 /// The array, opened and closed even when it is empty.
 pub fn write(out: &mut dyn Write, records: &[Record]) -> Result<(), ExportError> {
@@ -92,7 +92,10 @@ fn name(person: &Person) -> Value {
         Person::Name {
             family,
             given: Some(given),
-        } => json!({"family": family, "given": given}),
+        } => match given_and_suffix(given) {
+            (given, Some(suffix)) => json!({"family": family, "given": given, "suffix": suffix}),
+            (given, None) => json!({"family": family, "given": given}),
+        },
         Person::Name {
             family,
             given: None,
@@ -168,6 +171,27 @@ mod tests {
                 "keyword": "ml, attention",
             })
         );
+    }
+
+    #[test]
+    fn a_suffix_has_its_own_place_in_every_format() {
+        let r = Record {
+            authors: vec![Person::Name {
+                family: "King".into(),
+                given: Some("Martin Luther Jr.".into()),
+            }],
+            ..record()
+        };
+        assert_eq!(
+            item(&r)["author"],
+            json!([{"family": "King", "given": "Martin Luther", "suffix": "Jr."}])
+        );
+        let bib = super::super::bibtex::entry(&r);
+        assert!(bib.contains("author = {King, Jr., Martin Luther}"), "{bib}");
+        let ris = super::super::ris::entry(&r);
+        assert!(ris.contains("AU  - King, Martin Luther, Jr.\r\n"), "{ris}");
+        // A given name that only ends like one is no suffix.
+        assert_eq!(super::super::record::given_and_suffix("Iv"), ("Iv", None));
     }
 
     #[test]

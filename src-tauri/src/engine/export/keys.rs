@@ -66,8 +66,10 @@ pub fn wanted(record: &Record) -> String {
     format!("{}{year}{word}", name_part(record))
 }
 
-/// The first author's family name, else the last word of a literal name or byline (before any
-/// comma or "and"), else the site's name, else its host, else `anon`.
+/// The first author's family name, else a literal name or byline (before any comma or "and"):
+/// a person's family name if it reads as one person's name, else an organisation's words run
+/// together (`worldhealthorganization`: its last word alone made every "… Organization" one
+/// key); else the site's name, else its host, else `anon`.
 fn name_part(record: &Record) -> String {
     let from_author = record.authors.first().map(|a| match a {
         Person::Name { family, .. } => fold(family),
@@ -79,11 +81,12 @@ fn name_part(record: &Record) -> String {
                 .split(" and ")
                 .next()
                 .unwrap_or(text);
-            first
-                .split_whitespace()
-                .last()
-                .map(fold)
-                .unwrap_or_default()
+            match crate::engine::person_name::family_and_given(first.trim()) {
+                Some((family, _)) => fold(&family),
+                None => words(first)
+                    .filter(|w| !STOP_WORDS.contains(&w.as_str()))
+                    .collect::<String>(),
+            }
         }
     });
     let from_site = || {
@@ -292,6 +295,19 @@ mod tests {
             ..record(1)
         };
         assert_eq!(wanted(&byline), "doendfloods");
+        let organisation = |name: &str| Record {
+            authors: vec![Person::Literal(name.into())],
+            title: Some("Global report".into()),
+            ..record(1)
+        };
+        assert_eq!(
+            wanted(&organisation("World Health Organization")),
+            "worldhealthorganizationndglobal"
+        );
+        assert_eq!(
+            wanted(&organisation("The Lancet Group")),
+            "lancetgroupndglobal"
+        );
         let site = Record {
             site_name: Some("The Daily Example".into()),
             host: Some("www.example.org".into()),

@@ -28,6 +28,19 @@ pub enum Person {
     Literal(String),
 }
 
+/// Given names and the suffix stored after them ("Martin Luther Jr.", as the BibTeX reader and
+/// `person_name` write "King, Martin Luther Jr."): each format has its own place for the
+/// suffix, and CSL put it before the family name ("Martin Luther Jr. King").
+pub fn given_and_suffix(given: &str) -> (&str, Option<&str>) {
+    const SUFFIXES: &[&str] = &["Jr.", "Jr", "Sr.", "Sr", "II", "III", "IV"];
+    match given.trim().rsplit_once(' ') {
+        Some((names, last)) if SUFFIXES.contains(&last) && !names.trim().is_empty() => {
+            (names.trim_end_matches(',').trim(), Some(last))
+        }
+        _ => (given.trim(), None),
+    }
+}
+
 /// The days of `month` in `year` (Gregorian).
 fn days_in(year: u16, month: u8) -> u8 {
     match month {

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use super::record::{Date, Kind, Person, Record};
+use super::record::{Date, Kind, Person, Record, given_and_suffix};
 
 pub fn write(out: &mut dyn Write, records: &[Record]) -> std::io::Result<()> {
     for record in records {
@@ -39,10 +39,14 @@ pub fn entry(r: &Record) -> String {
     }
     for person in &r.authors {
         match person {
+            // RIS writes a suffix last: "Family, Given, Jr.".
             Person::Name {
                 family,
                 given: Some(given),
-            } => tag("AU", &format!("{family}, {given}")),
+            } => match given_and_suffix(given) {
+                (given, Some(suffix)) => tag("AU", &format!("{family}, {given}, {suffix}")),
+                (given, None) => tag("AU", &format!("{family}, {given}")),
+            },
             Person::Name {
                 family,
                 given: None,
