@@ -15,6 +15,42 @@ use crate::engine::intake::{printable, printable_prose, shown_url};
 /// Documents read from the folder per transaction of a rebuild.
 const REINDEX_BATCH: usize = 500;
 
+/// `search`'s own flags written after its words: the words take values that start with a
+/// hyphen (`-flume`, a word to leave out), so clap hands `--json` and `--limit N` over as words.
+pub(super) fn search_flags(
+    words: Vec<String>,
+    mut limit: u32,
+    mut json: bool,
+) -> anyhow::Result<(Vec<String>, u32, bool)> {
+    let mut query = Vec::with_capacity(words.len());
+    let mut words = words.into_iter();
+    while let Some(word) = words.next() {
+        let value = match word.as_str() {
+            "--json" => {
+                json = true;
+                continue;
+            }
+            "--limit" => words.next(),
+            w => match w.strip_prefix("--limit=") {
+                Some(v) => Some(v.to_string()),
+                None => {
+                    query.push(word);
+                    continue;
+                }
+            },
+        };
+        limit = value
+            .as_deref()
+            .and_then(|v| v.parse().ok())
+            .filter(|n| (1..=10_000).contains(n))
+            .with_context(|| "--limit takes a number from 1 to 10000")?;
+    }
+    if query.is_empty() {
+        anyhow::bail!("give the words to search for");
+    }
+    Ok((query, limit, json))
+}
+
 pub fn search(
     store: &dyn Queue,
     words: &[String],
@@ -235,4 +271,32 @@ pub fn pdf_limit(store: &dyn Queue, size: Option<u64>) -> anyhow::Result<ExitCod
         .unwrap_or(PDF_MAX_DEFAULT);
     println!("PDFs up to {current} bytes are shared");
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+
+    #[test]
+    fn a_search_takes_words_to_leave_out_and_its_flags_around_them() {
+        let words = |args: &[&str]| match super::super::Cli::try_parse_from(args).map(|c| c.command)
+        {
+            Ok(Some(super::super::Command::Search { query, limit, json })) => {
+                search_flags(query, limit, json).expect("a search")
+            }
+            other => panic!("{args:?}: {other:?}"),
+        };
+        let (query, limit, json) = words(&["gleaner", "search", "bedload", "-flume", "--json"]);
+        assert_eq!(
+            (query, limit, json),
+            (vec!["bedload".into(), "-flume".into()], 20, true)
+        );
+        let (query, limit, _) = words(&[
+            "gleaner", "search", "--json", "a", "-\"b c\"", "--limit", "5",
+        ]);
+        assert_eq!((query, limit), (vec!["a".into(), "-\"b c\"".into()], 5));
+        let (_, limit, _) = words(&["gleaner", "search", "a", "--limit=7"]);
+        assert_eq!(limit, 7);
+    }
 }

@@ -102,6 +102,12 @@ pub(super) async fn pdf_max(db: &Db) -> Result<u64> {
         .unwrap_or(PDF_MAX_DEFAULT))
 }
 
+/// A row's PDF path and bytes (or hash) in its columns 3 and 4, when it has a PDF.
+fn pdf_columns(r: &tokio_postgres::Row) -> Option<(String, Vec<u8>)> {
+    r.get::<_, Option<String>>(3)
+        .zip(r.get::<_, Option<Vec<u8>>>(4))
+}
+
 pub(super) async fn shared_listing(db: &Db, after: i64, limit: u32) -> Result<Vec<SharedEntry>> {
     let rows = db
         .client()
@@ -118,13 +124,7 @@ pub(super) async fn shared_listing(db: &Db, after: i64, limit: u32) -> Result<Ve
             job_id: r.get(0),
             path: r.get(1),
             sha256: r.get(2),
-            pdf: match (
-                r.get::<_, Option<String>>(3),
-                r.get::<_, Option<Vec<u8>>>(4),
-            ) {
-                (Some(p), Some(h)) => Some((p, h)),
-                _ => None,
-            },
+            pdf: pdf_columns(r),
         })
         .collect())
 }
@@ -142,13 +142,7 @@ pub(super) async fn shared_document(db: &Db, job_id: i64) -> Result<Option<Share
         job_id: r.get(0),
         path: r.get(1),
         content: r.get(2),
-        pdf: match (
-            r.get::<_, Option<String>>(3),
-            r.get::<_, Option<Vec<u8>>>(4),
-        ) {
-            (Some(p), Some(b)) => Some((p, b)),
-            _ => None,
-        },
+        pdf: pdf_columns(r),
     }))
 }
 

@@ -6,13 +6,11 @@
 //! ends, or until something wakes it (an enqueue, a settings change, a commit by another
 //! process on the same database).
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use rand::Rng;
 use tokio::sync::{Notify, broadcast, watch};
-use tokio::task::JoinSet;
 
 use super::clock::{Millis, Reading, SharedClock};
 use super::extract::{self, ExtractError};
@@ -27,35 +25,16 @@ use super::queue::{
 mod heartbeat;
 mod owners;
 mod resolve;
+mod run_state;
 mod stall;
+mod suspend;
 
 pub use heartbeat::{HEARTBEAT_EVERY, SHARED_LEASE};
 pub use owners::liveness;
 use owners::{live_owners, new_owner_id};
+use run_state::{Flow, Run, paused_by_hand};
 pub use stall::STALL_PATIENCE;
 use stall::{Stall, library_fault};
-
-/// A file's device and inode, where the platform has them.
-fn file_identity(path: &std::path::Path) -> Option<(u64, u64)> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt as _;
-        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = path;
-        None
-    }
-}
-
-/// A suspend this long during an attempt makes its network failure the machine's.
-const SLEPT_MS: Millis = 2_000;
-
-/// A file name the library's file system refuses (too long, or characters it does not take):
-/// the page's name, not the machine's fault.
-const ENAMETOOLONG: i32 = 36;
-const EINVAL: i32 = 22;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
@@ -114,6 +93,8 @@ pub struct Worker {
     /// The database file this worker opened (device and inode), to notice it removed or
     /// replaced under it: the open connection would go on writing a file no one can see.
     database_identity: Option<(u64, u64)>,
+    /// When it was last compared with the file at the path (boot clock).
+    database_checked_at: std::sync::atomic::AtomicI64,
     /// When the last stall cleared (boot clock), the probes it had taken, and when it began.
     last_stall: Mutex<Option<(Millis, u32, Millis)>>,
 }
@@ -165,9 +146,10 @@ impl Worker {
         if let Ok(mut set) = live_owners().lock() {
             set.insert(owner.clone());
         }
-        let database_identity = store.database_file().and_then(file_identity);
+        let database_identity = store.database_file().and_then(stall::file_identity);
         Ok(Arc::new(Self {
             database_identity,
+            database_checked_at: std::sync::atomic::AtomicI64::new(Millis::MIN / 2),
             store,
             clock,
             fetcher,
@@ -371,7 +353,9 @@ impl Worker {
             self.take_reserve();
             run.started = true;
         }
-        if let Some(reason) = self.database_moved() {
+        if self.database_check_due()
+            && let Some(reason) = self.database_moved()
+        {
             self.stall_begin(crate::engine::queue::StallKind::Database, reason);
             return Ok(Flow::Go);
         }
@@ -879,36 +863,7 @@ impl Worker {
     async fn process(self: Arc<Self>, claimed: Claimed, policy: Arc<Policy>) -> (Claimed, Finish) {
         let asleep = self.clock.asleep_ms();
         let finish = self.attempt(&claimed, &policy).await;
-        let slept = self.clock.asleep_ms() - asleep;
-        let finish = match finish {
-            // The machine slept during the attempt (a closed lid): its connection died with
-            // the sleep, which is no failure of the site's, and spends no retry.
-            Finish::Failure { failure, .. }
-                if slept >= SLEPT_MS
-                    && matches!(
-                        failure.kind,
-                        FailureKind::ConnectRefused
-                            | FailureKind::ConnectFailed
-                            | FailureKind::Timeout
-                            | FailureKind::ClosedBeforeResponse
-                            | FailureKind::DroppedMidBody
-                            | FailureKind::Protocol
-                            | FailureKind::DnsTemporary
-                            | FailureKind::NetworkDown
-                            | FailureKind::Unknown
-                    ) =>
-            {
-                Finish::Offline(Failure {
-                    message: format!(
-                        "{} (the computer slept for {} during it)",
-                        failure.message,
-                        policy::human_duration(Duration::from_millis(slept as u64))
-                    ),
-                    ..failure
-                })
-            }
-            other => other,
-        };
+        let finish = suspend::across(finish, self.clock.asleep_ms() - asleep);
         (claimed, finish)
     }
 
@@ -1062,24 +1017,10 @@ impl Worker {
                     format!("cannot write {}: {source}", path.display()),
                 );
                 // Nobody's fault on the web: the job goes back, and nothing starts until the
-                // library can be written again (a name too long or refused is the page's).
+                // library can be written again.
                 let root = self.library.root();
-                let fault = library_fault(root, &source).or_else(|| {
-                    (!matches!(source.raw_os_error(), Some(ENAMETOOLONG | EINVAL))).then(|| {
-                        (
-                            crate::engine::queue::StallKind::Library,
-                            format!("cannot write to the library ({}): {source}", path.display()),
-                        )
-                    })
-                });
-                if let Some((kind, reason)) = fault {
-                    // The folder of the host the save wrote in: root/HOST/file.
-                    let dir = path
-                        .strip_prefix(root)
-                        .ok()
-                        .and_then(|rel| rel.components().next())
-                        .map_or_else(|| root.to_path_buf(), |host| root.join(host));
-                    self.stall_on_save(kind, reason, dir, needed);
+                if let Some((kind, reason)) = library_fault(root, &path, &source) {
+                    self.stall_on_save(kind, reason, stall::host_folder(root, &path), needed);
                     return Err(Finish::Local(failure));
                 }
                 failure
@@ -1165,89 +1106,6 @@ enum Outcome {
     /// On to its next stage.
     Advanced,
     Discarded,
-}
-
-/// What one `run` holds between passes of its loop.
-#[derive(Default)]
-struct Run {
-    summary: RunSummary,
-    inflight: JoinSet<(Claimed, Finish)>,
-    /// The job each fetch task holds, so a task that panics still gives its job back.
-    tasks: HashMap<tokio::task::Id, Claimed>,
-    /// Outcomes fetched but not yet committed: they go into the next step's transaction
-    /// together with the claims for the slots they free (group commit).
-    ready: Vec<(Claimed, Finish)>,
-    /// Outcomes whose commit failed, already weighed for what they say about the network (or
-    /// never fetched: jobs put back unstarted); the next step commits them as they are.
-    observed: Vec<(Claimed, Finish)>,
-    /// Start-of-run upkeep (recovery, clean-up) is done.
-    started: bool,
-    /// An until-idle run waiting on work paused by hand has said so.
-    told_paused: bool,
-}
-
-/// Why nothing can start when the queue or hosts with pending jobs are paused by hand, with what
-/// resumes them.
-fn paused_by_hand(s: &dyn Queue, now: Millis) -> crate::engine::queue::Result<Option<String>> {
-    if s.is_queue_paused()? {
-        return Ok(Some(
-            "the queue is paused, so no job starts: `gleaner resume` (or Resume in the window) \
-             goes on"
-                .into(),
-        ));
-    }
-    let hosts: Vec<String> = s
-        .hosts(now)?
-        .into_iter()
-        .filter(|h| h.manual_pause && h.pending > 0)
-        .map(|h| h.host)
-        .collect();
-    Ok((!hosts.is_empty()).then(|| {
-        format!(
-            "waiting for jobs of hosts paused by hand ({}): `gleaner hosts resume HOST` goes on",
-            hosts.join(", ")
-        )
-    }))
-}
-
-enum Flow {
-    Go,
-    Idle,
-}
-
-impl Run {
-    /// Outcomes wait to be committed.
-    fn has_finished(&self) -> bool {
-        !self.ready.is_empty() || !self.observed.is_empty()
-    }
-
-    /// A finished fetch task's outcome joins the next commit; a task that panicked fails its
-    /// attempt like any unknown error.
-    fn collect(
-        &mut self,
-        joined: Result<(tokio::task::Id, (Claimed, Finish)), tokio::task::JoinError>,
-    ) {
-        match joined {
-            Ok((id, done)) => {
-                self.tasks.remove(&id);
-                self.ready.push(done);
-            }
-            Err(e) => {
-                let Some(claimed) = self.tasks.remove(&e.id()) else {
-                    tracing::error!(error = %e, "a fetch task failed");
-                    return;
-                };
-                tracing::error!(error = %e, job = claimed.job_id, "a fetch task failed");
-                let failure = Failure::new(
-                    FailureKind::Unknown,
-                    format!("Gleaner failed while fetching the page: {e}"),
-                );
-                let unit: f64 = rand::rng().random_range(-1.0..=1.0);
-                self.ready
-                    .push((claimed, Finish::Failure { failure, unit }));
-            }
-        }
-    }
 }
 
 use super::redact::url as redacted;

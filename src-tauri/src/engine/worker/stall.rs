@@ -47,6 +47,9 @@ pub(super) const PROBE_BYTES: usize = 4096;
 /// Room kept in reserve beside the database for the queue's own writes on a full disk.
 pub(super) const RESERVE_BYTES: u64 = 1 << 20;
 
+/// How often a running worker checks that its database is still the file at its path.
+const DATABASE_CHECK_MS: Millis = 1_000;
+
 /// How often a stall on a full disk looks for room (a statvfs, nothing written).
 pub(super) const ROOM_CHECK_MS: Millis = 1_000;
 
@@ -325,11 +328,24 @@ impl Worker {
         self.wake();
     }
 
+    /// Whether a pass of the loop compares the database with the file at its path: once a
+    /// second at most, since a drain's passes come thousands of times a second.
+    pub(super) fn database_check_due(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        let now = self.clock.boot_ms();
+        let last = self.database_checked_at.load(Relaxed);
+        now - last >= DATABASE_CHECK_MS
+            && self
+                .database_checked_at
+                .compare_exchange(last, now, Relaxed, Relaxed)
+                .is_ok()
+    }
+
     /// Why the database this worker writes is not the one at its path any more (the data folder
     /// removed or moved while it ran), if it is not.
     pub(super) fn database_moved(&self) -> Option<String> {
         let (path, opened) = (self.store.database_file()?, self.database_identity?);
-        (super::file_identity(path) != Some(opened)).then(|| {
+        (file_identity(path) != Some(opened)).then(|| {
             format!(
                 "the queue database ({}) was removed or replaced while Gleaner was running; put \
                  the data folder back, or quit and start Gleaner again",
@@ -355,12 +371,8 @@ impl Worker {
         match written {
             Ok(Ok(())) => {}
             Ok(Err((path, e))) => {
-                return Err(library_fault(self.library.root(), &e).unwrap_or_else(|| {
-                    (
-                        StallKind::Library,
-                        format!("cannot write to the library ({}): {e}", path.display()),
-                    )
-                }));
+                return Err(library_fault(self.library.root(), &path, &e)
+                    .unwrap_or_else(|| unwritable(&path, &e)));
             }
             Err(e) => return Err((StallKind::Library, format!("the library check failed: {e}"))),
         }
@@ -379,13 +391,21 @@ impl Worker {
     }
 }
 
-/// A write to the library (at `root`) that failed for a reason of this machine's, which stalls
-/// the queue rather than fail the job: what it is, in words that say what to do.
-pub(super) fn library_fault(root: &Path, e: &std::io::Error) -> Option<(StallKind, String)> {
+/// A write to the library (at `root`, of `path`) that failed for a reason of this machine's,
+/// which stalls the queue rather than fail the job: what it is, in words that say what to do.
+/// Any error is the machine's (a file where a folder should be, EIO) but a name the file
+/// system refuses (too long, or characters it does not take), which is the page's.
+pub(super) fn library_fault(
+    root: &Path,
+    path: &Path,
+    e: &std::io::Error,
+) -> Option<(StallKind, String)> {
     use std::io::ErrorKind;
     const ENOSPC: i32 = 28;
     const EDQUOT: i32 = 122;
     const EROFS: i32 = 30;
+    const ENAMETOOLONG: i32 = 36;
+    const EINVAL: i32 = 22;
     let where_ = root.display();
     match (e.kind(), e.raw_os_error()) {
         (ErrorKind::StorageFull, _) | (_, Some(ENOSPC)) => Some((
@@ -404,7 +424,37 @@ pub(super) fn library_fault(root: &Path, e: &std::io::Error) -> Option<(StallKin
             StallKind::Library,
             format!("Gleaner may not write to the library ({where_})"),
         )),
-        _ => None,
+        (_, Some(ENAMETOOLONG | EINVAL)) => None,
+        _ => Some(unwritable(path, e)),
+    }
+}
+
+fn unwritable(path: &Path, e: &std::io::Error) -> (StallKind, String) {
+    (
+        StallKind::Library,
+        format!("cannot write to the library ({}): {e}", path.display()),
+    )
+}
+
+/// The folder of the host a save wrote in (`root/HOST/file`), where its stall's probe writes.
+pub(super) fn host_folder(root: &Path, path: &Path) -> PathBuf {
+    path.strip_prefix(root)
+        .ok()
+        .and_then(|rel| rel.components().next())
+        .map_or_else(|| root.to_path_buf(), |host| root.join(host))
+}
+
+/// A file's device and inode, where the platform has them.
+pub(super) fn file_identity(path: &std::path::Path) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
     }
 }
 
