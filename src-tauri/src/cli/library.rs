@@ -94,53 +94,30 @@ pub fn export(
     selection: &Selection,
     output: Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
-    let summary = match &output {
+    let (summary, file_written) = match &output {
         Some(path) => {
-            // A link is written through, to the file it names; an existing file keeps its mode,
-            // and a new one gets the mode any new file gets here (0666 less the umask).
-            let path = &std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
-            let dir = match path.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-                _ => PathBuf::from("."),
-            };
-            let mode = std::fs::metadata(path).map(|m| m.permissions());
-            let mut builder = tempfile::Builder::new();
-            #[cfg(unix)]
-            builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-            let tmp = builder
-                .tempfile_in(&dir)
-                .with_context(|| format!("cannot write in {}", dir.display()))?;
-            if let Ok(mode) = mode {
-                tmp.as_file()
-                    .set_permissions(mode)
-                    .with_context(|| format!("cannot write {}", path.display()))?;
-            }
-            let mut out = std::io::BufWriter::new(tmp);
-            let summary = export::export(store, format, selection, &mut out)?;
-            let tmp = out
-                .into_inner()
-                .map_err(|e| e.into_error())
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            tmp.persist(path)
-                .map_err(|e| e.error)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            summary
+            let w = export::write_file(store, format, selection, path, true)?;
+            (w.summary, w.file_written)
         }
         None => {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-            export::export(store, format, selection, &mut out)?
+            (export::export(store, format, selection, &mut out)?, true)
         }
     };
     for u in &summary.unusable {
         eprintln!("job {}: {}", u.job_id, u.reason);
     }
-    if let Some(path) = &output {
-        eprintln!(
+    match &output {
+        Some(path) if !file_written => {
+            eprintln!("nothing exported; {} left as it was", path.display());
+        }
+        Some(path) => eprintln!(
             "exported {} document{} to {}",
             summary.written,
             if summary.written == 1 { "" } else { "s" },
             path.display()
-        );
+        ),
+        None => {}
     }
     Ok(if summary.unusable.is_empty() {
         ExitCode::SUCCESS

@@ -5,6 +5,7 @@
 
 mod bibtex;
 mod csl;
+mod file;
 mod keys;
 pub(crate) mod record;
 mod ris;
@@ -16,13 +17,15 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::library::read_document;
-use super::queue::{Job, JobFilter, Queue, QueueError, Status};
+use super::queue::{Job, JobFilter, LibraryQuery, Queue, QueueError, Status};
+pub use file::{Written, write_file};
 use record::Record;
 
 /// The most a front matter and the abstract after it may take: past it, the file is not one of
 /// ours.
 const MAX_HEAD_BYTES: u64 = 1 << 20;
-/// Hits asked of the search for `Selection::Search`: all of them, in practice.
+/// Hits asked of the search for `Selection::Search` and `Selection::Library`: all of them, in
+/// practice.
 const SEARCH_LIMIT: u32 = 100_000;
 /// Jobs read from the queue per page.
 const PAGE: u32 = 500;
@@ -37,6 +40,11 @@ pub enum ExportError {
     Encode(#[from] serde_json::Error),
     #[error("unknown export format {0:?}; choose jsonl, bibtex, csljson or ris")]
     UnknownFormat(String),
+    #[error("cannot write {}: {source}", path.display())]
+    File {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +101,9 @@ pub enum Selection {
     Jobs(Vec<i64>),
     /// The documents a library search finds (`Queue::search`).
     Search(String),
+    /// The documents the window's Library view finds with its filters (`Queue::library`), all
+    /// of them, not the first page it shows.
+    Library(LibraryQuery),
 }
 
 /// What an export wrote.
@@ -125,6 +136,16 @@ pub fn export(
         Selection::Search(query) => Some(
             store
                 .search(query, SEARCH_LIMIT)?
+                .iter()
+                .map(|hit| hit.job_id)
+                .collect(),
+        ),
+        Selection::Library(query) => Some(
+            store
+                .library(&LibraryQuery {
+                    limit: SEARCH_LIMIT,
+                    ..query.clone()
+                })?
                 .iter()
                 .map(|hit| hit.job_id)
                 .collect(),
@@ -548,6 +569,93 @@ mod tests {
                 )
             ]
         );
+    }
+
+    #[test]
+    fn the_library_views_results_go_out_whole_not_the_page_it_shows() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open_in_memory().expect("store");
+        for (n, body) in ["alpha one", "beta", "alpha two"].iter().enumerate() {
+            queued(&store, &format!("https://example.org/{n}"));
+            let c = store
+                .claim("w", 1, Duration::from_secs(60), 8)
+                .expect("claim")
+                .expect("job");
+            let path = dir.path().join(format!("{}.md", c.job_id));
+            let text = format!("---\njob_id: {}\ntitle: \"T{n}\"\n---\n\n{body}", c.job_id);
+            std::fs::write(&path, text).expect("write");
+            let success = Success {
+                http_status: 200,
+                final_url: c.url.clone(),
+                document: Some(path.to_string_lossy().into_owned()),
+                index: Some(Box::new(crate::engine::queue::Indexed {
+                    title: format!("T{n}"),
+                    body: body.to_string(),
+                    ..Default::default()
+                })),
+                ..Success::default()
+            };
+            store
+                .complete(&c, &success, &Policy::default(), 2)
+                .expect("complete")
+                .expect("done");
+        }
+        // The window shows one result a page here; the export takes every match.
+        let query = LibraryQuery {
+            text: "alpha".into(),
+            limit: 1,
+            ..LibraryQuery::default()
+        };
+        let (summary, text) = run(&store, Format::Jsonl, &Selection::Library(query));
+        assert_eq!(summary.written, 2, "{text}");
+        assert!(text.contains("alpha one") && text.contains("alpha two"));
+        assert!(!text.contains("\"beta\""), "{text}");
+    }
+
+    #[test]
+    fn a_file_export_of_nothing_leaves_the_file_as_it_was() {
+        let (dir, store, ids) = library(DOCS);
+        let path = dir.path().join("out.bib");
+        std::fs::write(&path, "old").expect("write");
+        let pending = queued(&store, "https://example.org/pending");
+        let w = write_file(
+            &store,
+            Format::Bibtex,
+            &Selection::Jobs(vec![pending]),
+            &path,
+            true,
+        )
+        .expect("export");
+        assert!(!w.file_written);
+        assert_eq!(w.summary.unusable.len(), 1);
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "old");
+        // Nothing to write and nothing unusable: written empty only when asked.
+        let empty = Store::open_in_memory().expect("store");
+        let fresh = dir.path().join("fresh.bib");
+        let w = write_file(&empty, Format::Bibtex, &Selection::All, &fresh, false).expect("export");
+        assert!(!w.file_written && !fresh.exists());
+        let w = write_file(&empty, Format::Bibtex, &Selection::All, &fresh, true).expect("export");
+        assert!(w.file_written && fresh.exists());
+        // A file written gets a new file's mode, not the temporary file's 0600.
+        let w = write_file(
+            &store,
+            Format::Bibtex,
+            &Selection::Jobs(vec![ids[0]]),
+            &path,
+            false,
+        )
+        .expect("export");
+        assert!(w.file_written);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let made = dir.path().join("made.bib");
+            write_file(&store, Format::Bibtex, &Selection::All, &made, false).expect("export");
+            let mode = |p: &Path| std::fs::metadata(p).expect("meta").permissions().mode() & 0o777;
+            let plain = dir.path().join("plain");
+            std::fs::File::create(&plain).expect("create");
+            assert_eq!(mode(&made), mode(&plain), "not the mode a new file gets");
+        }
     }
 
     #[test]
