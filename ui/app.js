@@ -3,9 +3,9 @@
 // the page with textContent or as attribute values, never parsed as HTML. The one exception is
 // the reader's text, rendered and sanitised in Rust (library.js).
 
-import { $, call, el, isTextEntry, plural, say } from './common.js';
+import { $, call, copyText, el, isTextEntry, plural, say } from './common.js';
 import { initExport } from './export.js';
-import { initLibrary, libraryShown, readJob, refreshLibrary, resultIds } from './library.js';
+import { initLibrary, libraryShown, readJob, refreshLibrary, resultsQuery } from './library.js';
 
 // What each stage of a reference's resolution asked for, as the attempt history says it.
 const STAGE_WORDS = {
@@ -158,7 +158,7 @@ async function refreshStats() {
   try {
     renderStats(await call('stats'));
   } catch (err) {
-    say(`Could not load the counts: ${String(err)}`, true);
+    say(String(err), true);
   }
 }
 
@@ -320,6 +320,8 @@ async function addNow(text, source, files) {
 const refetchButton = $('refetch');
 let refetchIds = [];
 refetchButton.addEventListener('click', async () => {
+  // It hides itself: the focus goes back to the box the links came from.
+  if (document.activeElement === refetchButton) urls.focus();
   refetchButton.hidden = true;
   await runAction('retry_jobs', { ids: refetchIds }, 'queued to be fetched again');
   refetchIds = [];
@@ -502,10 +504,13 @@ function renderJobs() {
   empty.hidden = jobs.length > 0;
   loadMore.hidden = !more || jobs.length >= PAGE_MAX;
   const shown = jobs.length.toLocaleString();
-  tableSummary.textContent = total === 0
+  const summaryText = total === 0
     ? ''
     : `Showing ${shown} of ${plural(total, 'job')}, newest first.`
       + (more && jobs.length >= PAGE_MAX ? ' Narrow the filters to see older ones.' : '');
+  // Written only when it changes: it is not a live region (a draining queue changes it many
+  // times a second); a screen reader reads it when asked.
+  if (tableSummary.textContent !== summaryText) tableSummary.textContent = summaryText;
 }
 
 // Reads the first `count` rows under the current filters; a newer request supersedes older ones.
@@ -519,26 +524,33 @@ async function fetchJobs(count) {
   renderJobs();
 }
 
+// The table's count is spoken after a person changes the filters, not on every refresh.
 async function reloadJobs() {
   wanted = PAGE;
   try {
     await fetchJobs(PAGE);
+    $('table-spoken').textContent = tableSummary.textContent;
     document.querySelectorAll('.chip').forEach((chip) => {
       chip.setAttribute('aria-pressed', String(filters.status.value === chip.dataset.status));
     });
   } catch (err) {
-    say(`Could not list jobs: ${String(err)}`, true);
+    say(String(err), true);
   }
 }
 
 loadMore.addEventListener('click', async () => {
   if (jobs.length === 0) return;
+  const before = jobs.length;
   // Kept apart from `jobs`: a refresh that overtakes this read asks for as many rows.
   wanted = Math.min(jobs.length + PAGE, PAGE_MAX);
   try {
     await fetchJobs(wanted);
   } catch (err) {
-    say(`Could not list jobs: ${String(err)}`, true);
+    say(String(err), true);
+  }
+  // The last page hides the button that had the focus: it goes to the first row it brought.
+  if (loadMore.hidden && document.activeElement === loadMore) {
+    focusRow(rows.children[before] ?? rows.lastElementChild);
   }
 });
 
@@ -577,7 +589,7 @@ async function loadFilters() {
     }));
     filters.batch.value = chosen;
   } catch (err) {
-    say(`Could not load the filters: ${String(err)}`, true);
+    say(String(err), true);
   }
 }
 
@@ -715,6 +727,12 @@ function renderDetails(d) {
   $('d-delete').textContent = deleteArmed ? 'Confirm delete' : 'Delete';
   $('d-open').disabled = !job.document;
   $('d-read').disabled = !job.document;
+  // A button that has the focus and is disabled now (Cancel once the job is cancelled, Retry
+  // once it runs) hands it to the first action that is still there to press.
+  const active = document.activeElement;
+  if (active?.disabled && active.closest('.details-actions')) {
+    document.querySelector('.details-actions button:not(:disabled):not([hidden])')?.focus();
+  }
   $('d-retry-host').textContent = `Retry dead on ${job.host}`;
   renderHostPause(job.host);
   $('attempt-rows').replaceChildren(...d.attempts.map((a) => {
@@ -733,14 +751,22 @@ function renderDetails(d) {
   }));
 }
 
+/// Give `row` the table's tab stop and the focus; with no row, the links box takes it.
+function focusRow(row) {
+  if (!row) {
+    urls.focus();
+    return;
+  }
+  for (const tr of rows.children) tr.tabIndex = -1;
+  row.tabIndex = 0;
+  row.focus();
+}
+
 function closeDetails() {
   const id = selectedId;
   select(null);
   const row = rows.querySelector(`tr[data-id="${Number(id)}"]`);
-  if (row) {
-    row.tabIndex = 0;
-    row.focus();
-  }
+  if (row) focusRow(row);
 }
 $('details-close').addEventListener('click', closeDetails);
 
@@ -754,7 +780,9 @@ function renderHostPause(host) {
 // Escape closes the details pane (an open dialog handles its own Escape).
 document.addEventListener('keydown', (event) => {
   const dialogOpen = document.querySelector('dialog[open]') !== null;
-  if (event.key === 'Escape' && !dialogOpen && selectedId !== null && !libraryShown()) closeDetails();
+  // In a text box Escape is the box's own (it closes the host box's suggestions).
+  if (event.key === 'Escape' && !dialogOpen && selectedId !== null && !libraryShown()
+    && !isTextEntry(event.target)) closeDetails();
 });
 
 async function runAction(command, args, verb) {
@@ -779,8 +807,24 @@ $('d-delete').addEventListener('click', async () => {
   }
   deleteArmed = false;
   const id = shown.job.id;
+  const row = rows.querySelector(`tr[data-id="${Number(id)}"]`);
+  const nearId = (row?.nextElementSibling ?? row?.previousElementSibling)?.dataset.id;
   await runAction('delete_jobs', { ids: [id] }, 'deleted');
+  // The pane closes under the focus it held: the row after the deleted one takes it.
+  const active = document.activeElement;
+  const lost = !active || active === document.body || $('details').contains(active);
   select(null);
+  if (lost) focusRow(rows.querySelector(`tr[data-id="${Number(nearId)}"]`));
+});
+// The link as the table shows it: without a user name and password, which stay in the queue.
+$('d-copy-url').addEventListener('click', async () => {
+  if (!shown) return;
+  try {
+    await copyText(shown.job.url);
+    say('Copied the URL.');
+  } catch (err) {
+    say(`Could not copy the URL: ${String(err)}`, true);
+  }
 });
 $('d-open').addEventListener('click', async () => {
   if (!shown) return;
@@ -899,7 +943,7 @@ async function refreshAll() {
   try {
     await fetchJobs(wanted);
   } catch (err) {
-    say(`Could not list jobs: ${String(err)}`, true);
+    say(String(err), true);
   }
   if (selectedId !== null) showDetails(selectedId);
   refreshLibrary();
@@ -916,4 +960,4 @@ reloadJobs().then(() => {
 });
 loadFilters();
 initLibrary();
-initExport({ selectedJob: () => selectedId, resultIds });
+initExport({ selectedJob: () => selectedId, resultsQuery });

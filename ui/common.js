@@ -11,6 +11,30 @@ export function say(text, isError = false) {
   statusLine.dataset.state = isError ? 'error' : 'ok';
 }
 
+/// Put `text` on the system clipboard: the Clipboard API where the webview has it, else the
+/// copy command on a selected, off-screen text box.
+export async function copyText(text) {
+  if (navigator.clipboard?.writeText) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return;
+    } catch {
+      // Refused (no permission in this webview): the copy command below.
+    }
+  }
+  const box = document.createElement('textarea');
+  box.value = text;
+  box.setAttribute('readonly', '');
+  box.className = 'visually-hidden';
+  const focused = document.activeElement;
+  document.body.append(box);
+  box.select();
+  const copied = document.execCommand('copy');
+  box.remove();
+  focused?.focus?.();
+  if (!copied) throw new Error('the webview refused to copy');
+}
+
 export async function call(command, args) {
   if (!tauri?.core?.invoke) {
     throw new Error('Not running inside Gleaner: there is no backend to ask.');

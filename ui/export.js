@@ -11,18 +11,20 @@ function chosen(name) {
   return dialog.querySelector(`input[name="${name}"]:checked`)?.value;
 }
 
-/// `selectedJob()`: the job table's selected job id, or null; `resultIds()`: the ids the
-/// Library's results list shows.
-export function initExport({ selectedJob, resultIds }) {
+/// `selectedJob()`: the job table's selected job id, or null; `resultsQuery()`: the Library's
+/// search and filters, with how many results it shows, or null.
+export function initExport({ selectedJob, resultsQuery }) {
   $('export-library').addEventListener('click', () => {
     const job = selectedJob();
-    const ids = resultIds();
+    const results = resultsQuery();
     scopes.selected.disabled = job === null;
     $('export-selected-words').textContent = job === null ? 'The selected job (none is selected)' : `The selected job (job ${job})`;
-    scopes.results.disabled = ids.length === 0;
-    $('export-results-words').textContent = ids.length === 0
+    scopes.results.disabled = results === null;
+    $('export-results-words').textContent = results === null
       ? 'The search results (there are none)'
-      : `The ${plural(ids.length, 'document')} of the Library's results`;
+      : results.capped
+        ? `The Library's results: every document its search finds, more than the ${results.shown} shown`
+        : `The ${plural(results.shown, 'document')} of the Library's results`;
     if (dialog.querySelector('input[name="export-scope"]:checked')?.disabled) {
       dialog.querySelector('input[name="export-scope"][value="all"]').checked = true;
     }
@@ -33,14 +35,17 @@ export function initExport({ selectedJob, resultIds }) {
   $('export-go').addEventListener('click', async () => {
     const format = chosen('export-format') ?? 'jsonl';
     const scope = chosen('export-scope') ?? 'all';
-    const jobs = scope === 'selected' ? [selectedJob()] : scope === 'results' ? resultIds() : null;
+    const jobs = scope === 'selected' ? [selectedJob()] : null;
+    const library = scope === 'results' ? resultsQuery()?.query ?? null : null;
     const button = $('export-go');
     button.disabled = true;
     say('Exporting…');
     try {
-      const r = await call('export_library', { format, jobs, query: null });
+      const r = await call('export_library', { format, jobs, query: null, library });
       dialog.close();
-      say(`Exported ${plural(r.documents, 'document')} to ${r.path} (${FORMAT_WORDS[format] ?? format}).`);
+      const left = (r.unusable ?? []).map((u) => `job ${u.job_id}: ${u.reason}`);
+      const done = `Exported ${plural(r.documents, 'document')} to ${r.path} (${FORMAT_WORDS[format] ?? format}).`;
+      say(left.length ? `${done} Not exported: ${left.join('; ')}.` : done, left.length > 0);
     } catch (err) {
       $('export-error').textContent = String(err);
       // The dialog may have been closed meanwhile: the status line must not stay "Exporting…".

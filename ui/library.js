@@ -29,10 +29,16 @@ let reading = null;
 let searchSeq = 0;
 let typingTimer = null;
 let hits = [];
+let hitsQuery = null;
+// The most results a search shows (RESULTS_MAX in desktop/library.rs).
+const RESULTS_SHOWN = 200;
 
-/// The ids of the documents the results list shows, for the Export dialog.
-export function resultIds() {
-  return hits.map((h) => h.job_id);
+/// The Export dialog's "results": the search and filters of the list shown (an export takes
+/// every document they find, not only the ones shown), how many are shown, and whether the
+/// list stopped at its cap; null while it shows none.
+export function resultsQuery() {
+  if (hits.length === 0 || hitsQuery === null) return null;
+  return { query: hitsQuery, shown: hits.length, capped: hits.length >= RESULTS_SHOWN };
 }
 
 export function libraryShown() {
@@ -56,7 +62,9 @@ function showView(name, focus = true) {
 
 // ---------------------------------------------------------------- search and results
 
-async function runSearch() {
+/// `spoken`: a person asked (typed, chose a filter), so the count is read out; a refresh while
+/// jobs finish is not.
+async function runSearch(spoken = true) {
   const seq = ++searchSeq;
   const query = {
     text: search.value,
@@ -68,7 +76,9 @@ async function runSearch() {
     const found = await call('search_library', { query });
     if (seq !== searchSeq) return;
     hits = found;
+    hitsQuery = query;
     renderResults(query);
+    if (spoken) $('library-spoken').textContent = summary.textContent;
   } catch (err) {
     if (seq === searchSeq) say(String(err), true);
   }
@@ -101,7 +111,9 @@ function renderResults(query) {
   const filtered = query.text.trim() || query.tag || query.host || query.batch_id;
   summary.textContent = hits.length === 0
     ? (filtered ? 'No document matches.' : 'No documents yet: what the jobs fetch is kept here.')
-    : `${plural(hits.length, 'document')}${words ? ', best match first' : ', newest first'}`;
+    : hits.length >= RESULTS_SHOWN
+      ? `The first ${plural(hits.length, 'document')}${words ? ', best match first' : ', newest first'}: add words or filters to narrow them`
+      : `${plural(hits.length, 'document')}${words ? ', best match first' : ', newest first'}`;
   const items = hits.map((hit) => {
     const li = el('li');
     const button = el('button', 'result');
@@ -424,7 +436,7 @@ export function refreshLibrary() {
   if (!libraryShown() || refreshTimer) return;
   refreshTimer = setTimeout(() => {
     refreshTimer = null;
-    runSearch();
+    runSearch(false);
   }, 500);
 }
 

@@ -1271,6 +1271,15 @@ fn pausing_the_queue_holds_new_jobs_until_resumed() {
             "no cancelled chip while there is none"
         );
         select_row(&s, &id).await;
+        // Escape in a text box is the box's own: the details pane stays open.
+        s.click("filter-host").await;
+        press(&s, "\u{E00C}").await;
+        assert_eq!(
+            s.js("return document.getElementById('details').hidden;", vec![])
+                .await,
+            json!(false),
+            "Escape in the host box closed the details"
+        );
         s.click("d-cancel").await;
         s.wait_text("d-status", |t| t == "cancelled", "the cancel")
             .await;
@@ -1293,6 +1302,17 @@ fn pausing_the_queue_holds_new_jobs_until_resumed() {
         s.click("d-delete").await;
         s.wait_rows(|r| all_status(r, 1, "done"), "the cancelled job to be gone")
             .await;
+        // The pane closed under the focus: the row after the deleted one has it, not the page.
+        let want = json!(format!("row {done_id}"));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while focused(&s).await != want {
+            assert!(
+                Instant::now() < deadline,
+                "the focus after the delete: {}",
+                focused(&s).await
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         let left: i64 = s
             .sql()
             .query_row("SELECT count(*) FROM jobs", [], |r| r.get(0))
@@ -1496,6 +1516,24 @@ fn ctrl_v_outside_a_text_box_adds_what_the_clipboard_holds() {
         let mut titles: Vec<&str> = rows.iter().map(|r| col(r, "Title")).collect();
         titles.sort_unstable();
         assert_eq!(titles, ["From the clipboard", "Second"]);
+
+        // Copy URL puts a job's link on the clipboard: pasted back, it is that job's duplicate.
+        let second = rows
+            .iter()
+            .find(|r| col(r, "Title") == "Second")
+            .expect("the second job");
+        select_row(&s, &second["id"]).await;
+        s.click("d-copy-url").await;
+        s.wait_text("status", |t| t == "Copied the URL.", "the copy")
+            .await;
+        s.click("jobs-heading").await;
+        press(&s, &format!("{CTRL}v{RELEASE}")).await;
+        s.wait_text(
+            "add-summary",
+            |t| t == "0 links queued, 1 duplicate, 0 rejected.",
+            "the copied link pasted back",
+        )
+        .await;
         s.finish().await;
     });
 }
@@ -1527,12 +1565,50 @@ fn deaths_while_the_window_was_closed_are_announced_once_when_it_opens() {
         // A window that has added nothing exports what the CLI fetched.
         s.click("export-library").await;
         s.click("export-go").await;
-        s.wait_text(
-            "status",
-            |t| t.starts_with("Exported 1 document to "),
-            "the export of the library the CLI fetched",
+        let said = s
+            .wait_text(
+                "status",
+                |t| t.starts_with("Exported 1 document to "),
+                "the export of the library the CLI fetched",
+            )
+            .await;
+        let exports = Path::new(
+            said.strip_prefix("Exported 1 document to ")
+                .and_then(|rest| rest.split(" (JSON Lines").next())
+                .expect("the file"),
         )
-        .await;
+        .parent()
+        .expect("the exports folder")
+        .to_path_buf();
+        // The dead job chosen alone: nothing to export says why, and leaves no file behind.
+        let dead = rows
+            .iter()
+            .find(|r| col(r, "Status") == "dead")
+            .expect("the dead job");
+        select_row(&s, &dead["id"]).await;
+        s.click("export-library").await;
+        s.by_id("export-scope-selected")
+            .await
+            .click()
+            .await
+            .expect("choose the selected job");
+        s.click("export-go").await;
+        let why = s
+            .wait_text("export-error", |t| !t.is_empty(), "the export's refusal")
+            .await;
+        assert_eq!(
+            why,
+            format!(
+                "Nothing was exported: job {}: not done (dead), so it has no document to export.",
+                dead["id"]
+            )
+        );
+        assert_eq!(
+            std::fs::read_dir(&exports).expect("exports").count(),
+            1,
+            "an empty export was left behind"
+        );
+        press(&s, "\u{E00C}").await;
         s.finish().await;
 
         // Opened again: that death was announced already, so nothing new is raised.

@@ -68,6 +68,21 @@ fn shown_job(mut job: Job) -> Job {
     {
         escape(t);
     }
+    // A reference's metadata comes from a resolver's answer or an imported file: web text too.
+    if let Some(r) = &mut job.reference {
+        let prose = |t: &mut String| {
+            if let std::borrow::Cow::Owned(escaped) = intake::printable_prose(t) {
+                *t = escaped;
+            }
+        };
+        for t in [&mut r.title, &mut r.container_title, &mut r.citation_key]
+            .into_iter()
+            .flatten()
+            .chain(r.authors.iter_mut())
+        {
+            prose(t);
+        }
+    }
     job
 }
 
@@ -455,7 +470,10 @@ pub async fn retry_dead(
     host: Option<String>,
     state: State<'_, DesktopState>,
 ) -> Result<ActionSummary, String> {
-    let host = host.filter(|h| !h.trim().is_empty());
+    // As the table's filter reads it: a link pasted into the host box means its host.
+    let host = host
+        .filter(|h| !h.trim().is_empty())
+        .map(|h| intake::host_name(&h).unwrap_or(h));
     write_then_wake(&state, move |store, worker| {
         let ids = store
             .retry_dead(
@@ -790,14 +808,16 @@ pub struct Exported {
     unusable: Vec<crate::engine::export::Unusable>,
 }
 
-/// Write the library, or the chosen jobs, or what a library search finds, to
+/// Write the library, or the chosen jobs, or what a library search finds, or everything the
+/// Library view's search and filters find (`library`, not just the page it shows), to
 /// `<data-dir>/exports/library-<time>.<ext>` atomically: JSON Lines (the default), BibTeX,
-/// CSL-JSON or RIS.
+/// CSL-JSON or RIS. Nothing to write is an error that says why, and leaves no file.
 #[tauri::command]
 pub async fn export_library(
     format: Option<String>,
     jobs: Option<Vec<i64>>,
     query: Option<String>,
+    library: Option<super::library::SearchArgs>,
     state: State<'_, DesktopState>,
 ) -> Result<Exported, String> {
     use crate::engine::export::{self, Format, Selection};
@@ -806,16 +826,19 @@ pub async fn export_library(
         Some(name) => name.parse().map_err(|e| format!("{e}"))?,
     };
     let query = query.filter(|q| !q.trim().is_empty());
-    let selection = match (jobs, query) {
-        (Some(_), Some(_)) => {
-            return Err("Export either the chosen jobs or a search, not both.".into());
-        }
-        (Some(ids), None) if ids.is_empty() => {
+    let selection = match (jobs, query, library) {
+        (Some(ids), None, None) if ids.is_empty() => {
             return Err("Choose at least one job to export.".into());
         }
-        (Some(ids), None) => Selection::Jobs(ids),
-        (None, Some(q)) => Selection::Search(q),
-        (None, None) => Selection::All,
+        (Some(ids), None, None) => Selection::Jobs(ids),
+        (None, Some(q), None) => Selection::Search(q),
+        (None, None, Some(args)) => Selection::Library(args.into_query(0)),
+        (None, None, None) => Selection::All,
+        _ => {
+            return Err(
+                "Export the chosen jobs, a search, or the Library's results: one of them.".into(),
+            );
+        }
     };
     let store = state.store.clone();
     let dir = state.data_dir.join("exports");
@@ -823,15 +846,14 @@ pub async fn export_library(
     let path = dir.join(format!("library-{stamp}.{}", format.extension()));
     // Reading every document takes a while on a big library: off the async runtime.
     tauri::async_runtime::spawn_blocking(move || {
-        let fail =
-            |e: &dyn std::fmt::Display| format!("Could not export to {}: {e}", dir.display());
-        std::fs::create_dir_all(&dir).map_err(|e| fail(&e))?;
-        let tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| fail(&e))?;
-        let mut out = std::io::BufWriter::new(tmp);
-        let summary =
-            export::export(&*store, format, &selection, &mut out).map_err(|e| fail(&e))?;
-        let tmp = out.into_inner().map_err(|e| fail(&e.into_error()))?;
-        tmp.persist(&path).map_err(|e| fail(&e.error))?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("Could not export to {}: {e}", dir.display()))?;
+        let written = export::write_file(&*store, format, &selection, &path, false)
+            .map_err(|e| format!("Could not export: {e}"))?;
+        let summary = written.summary;
+        if !written.file_written {
+            return Err(nothing_exported(&selection, &summary.unusable));
+        }
         let name = format.name();
         tracing::info!(
             documents = summary.written,
@@ -849,6 +871,27 @@ pub async fn export_library(
     })
     .await
     .map_err(|e| format!("The export stopped: {e}"))?
+}
+
+/// Why an export wrote nothing, in the words of what was asked.
+fn nothing_exported(
+    selection: &crate::engine::export::Selection,
+    unusable: &[crate::engine::export::Unusable],
+) -> String {
+    use crate::engine::export::Selection;
+    match selection {
+        Selection::Jobs(_) if !unusable.is_empty() => {
+            let reasons: Vec<String> = unusable
+                .iter()
+                .map(|u| format!("job {}: {}", u.job_id, u.reason))
+                .collect();
+            format!("Nothing was exported: {}.", reasons.join("; "))
+        }
+        Selection::All => {
+            "Nothing was exported: the library has no documents yet. Fetched pages are kept there once their jobs are done.".into()
+        }
+        _ => "Nothing was exported: no document matches. Change the search or its filters.".into(),
+    }
 }
 
 /// Open a job's saved document with the system's default app. The path comes from the database,
@@ -900,7 +943,9 @@ pub fn open_library<R: Runtime>(
         .map_err(|e| format!("Could not open {}: {e}", root.display()))
 }
 
-/// Open a job's page in the default browser (never in the app's window), http(s) only.
+/// Open a job's page in the default browser (never in the app's window), http(s) only. A
+/// reference not fetched yet (a DOI, an arXiv or PubMed id) opens at the service the worker
+/// would ask first.
 #[tauri::command]
 pub async fn open_in_browser<R: Runtime>(
     id: i64,
@@ -911,6 +956,10 @@ pub async fn open_in_browser<R: Runtime>(
     let store = state.store.clone();
     let job = off_main(move || job_or_gone(&*store, id)).await?;
     let target = job.final_url.unwrap_or(job.url);
+    let target = match intake::identifiers::Identifier::from_uri(&target) {
+        Some(id) => id.first_url(&state.worker.policy().services),
+        None => target,
+    };
     let parsed = url::Url::parse(&target).map_err(|e| format!("Not a valid address: {e}"))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(format!(
@@ -924,7 +973,16 @@ pub async fn open_in_browser<R: Runtime>(
 
 /// `path` canonicalized, if it lies inside `root`; a sentence otherwise.
 pub(super) fn inside_library(root: &Path, path: &Path) -> Result<std::path::PathBuf, String> {
-    let missing = |e: std::io::Error| format!("The document {} is gone: {e}", path.display());
+    let missing = |e: std::io::Error| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            format!(
+                "The document {} is no longer in the library folder. Retry the job to fetch it again.",
+                path.display()
+            )
+        } else {
+            format!("The document {} cannot be read: {e}", path.display())
+        }
+    };
     let real = path.canonicalize().map_err(missing)?;
     let root = root
         .canonicalize()
@@ -1096,7 +1154,17 @@ mod tests {
         job.title = Some("Invoice \u{202e}exe.txt\u{202c}".into());
         job.error = Some("503 \u{2066}busy\u{1b}[2J".into());
         job.final_url = Some("http://[::1]:8080/\u{200f}".into());
+        job.reference = Some(crate::engine::queue::Reference {
+            authors: vec!["Doe\u{202e}, Jane".into()],
+            container_title: Some("J. \u{1b}[31mChem".into()),
+            citation_key: Some("doe\u{2066}2020".into()),
+            ..Default::default()
+        });
         let shown = shown_job(job);
+        let r = shown.reference.as_ref().expect("reference");
+        assert_eq!(r.authors, ["Doe\\u{202e}, Jane"]);
+        assert_eq!(r.container_title.as_deref(), Some("J. \\u{1b}[31mChem"));
+        assert_eq!(r.citation_key.as_deref(), Some("doe\\u{2066}2020"));
         assert_eq!(
             shown.title.as_deref(),
             Some("Invoice \\u{202e}exe.txt\\u{202c}")
@@ -1156,6 +1224,7 @@ mod tests {
             .join("..")
             .join("secret.txt");
         assert!(inside_library(&lib, &sneaky).is_err());
-        assert!(inside_library(&lib, &lib.join("nope.md")).is_err());
+        let gone = inside_library(&lib, &lib.join("nope.md")).expect_err("missing");
+        assert!(gone.ends_with("Retry the job to fetch it again."), "{gone}");
     }
 }

@@ -34,6 +34,19 @@ pub struct SearchArgs {
     limit: Option<u32>,
 }
 
+impl SearchArgs {
+    /// The query these filters ask for, at most `limit` documents; empty filters are none.
+    pub(super) fn into_query(self, limit: u32) -> LibraryQuery {
+        LibraryQuery {
+            text: self.text,
+            tag: self.tag.filter(|t| !t.is_empty()),
+            host: self.host.filter(|h| !h.is_empty()),
+            batch_id: self.batch_id,
+            limit,
+        }
+    }
+}
+
 /// Ranked documents for the words, narrowed by the filters; with no words, the newest.
 #[tauri::command]
 pub async fn search_library(
@@ -42,13 +55,8 @@ pub async fn search_library(
 ) -> Result<Vec<Hit>, String> {
     let store = state.reader.clone();
     off_main(move || {
-        let q = LibraryQuery {
-            text: query.text,
-            tag: query.tag.filter(|t| !t.is_empty()),
-            host: query.host.filter(|h| !h.is_empty()),
-            batch_id: query.batch_id,
-            limit: query.limit.unwrap_or(RESULTS_MAX).min(RESULTS_MAX),
-        };
+        let limit = query.limit.unwrap_or(RESULTS_MAX).min(RESULTS_MAX);
+        let q = query.into_query(limit);
         let mut hits = store
             .library(&q)
             .map_err(store_error("Could not search the library"))?;

@@ -251,7 +251,12 @@ impl<'a, I: Iterator<Item = Event<'a>>> Iterator for Guarded<'a, I> {
                     let reachable = dest_url
                         .strip_prefix('#')
                         .is_none_or(|name| self.anchors.contains(name));
-                    let keep = self.in_image == 0 && reachable && safe_target(&dest_url);
+                    // An e-mail address (`<a@b.org>`) would be written `mailto:…`, which the
+                    // sanitiser drops: an anchor with nowhere to go. It stays words.
+                    let keep = self.in_image == 0
+                        && reachable
+                        && link_type != pulldown_cmark::LinkType::Email
+                        && safe_target(&dest_url);
                     self.links.push(keep);
                     if !keep {
                         continue;
@@ -416,7 +421,7 @@ mod tests {
     #[test]
     fn relative_links_point_where_they_did_on_their_page() {
         let md = "[guide](docs/guide.md) [up](../notes.md) [root](/about) [proto](//cdn.example/x) \
-                  [js](javascript:alert(1)) [top](#usage)\n";
+                  [js](javascript:alert(1)) [top](#usage) <maintainer@example.org>\n";
         let html = render_blocks(
             md,
             Some("https://git.example/repo/README.md"),
@@ -438,6 +443,13 @@ mod tests {
             );
         }
         assert!(!html.contains("javascript"), "{html}");
+        // An e-mail address is its words, not an anchor with its target stripped.
+        assert!(html.contains("maintainer@example.org"), "{html}");
+        assert!(
+            !html.contains("mailto") && !html.contains("example.org\">"),
+            "{html}"
+        );
+        assert_eq!(html.matches("<a ").count(), 4, "{html}");
         // `#usage` is no footnote of this document: a link to nowhere is plain words.
         assert!(
             !html.contains("#doc-usage") && html.contains("top"),

@@ -42,11 +42,14 @@ pub enum TagsError {
 }
 
 /// One tag as it is kept: NFC, whitespace (newlines too) collapsed to single spaces, control
-/// characters dropped, cut to [`MAX_TAG_CHARS`]; `None` if nothing is left.
+/// characters and bidi overrides and isolates dropped (a tag is a short label: one would
+/// reverse the text after it wherever it is shown), cut to [`MAX_TAG_CHARS`]; `None` if
+/// nothing is left.
 pub fn clean(tag: &str) -> Option<String> {
     let nfc: String = tag
         .nfc()
         .filter(|c| !c.is_control() || c.is_whitespace())
+        .filter(|&c| !matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'))
         .collect();
     let collapsed = nfc.split_whitespace().collect::<Vec<_>>().join(" ");
     let cut: String = collapsed.chars().take(MAX_TAG_CHARS).collect();
@@ -314,8 +317,18 @@ mod tests {
                 "e\u{301}cole",
                 "école",
                 "a\u{0}b",
+                "draft\u{202e}fdp.exe",
+                "\u{2067}isolated\u{2069}",
             ]),
-            strings(&["quantum sensing", "Thesis", "Über", "école", "ab"])
+            strings(&[
+                "quantum sensing",
+                "Thesis",
+                "Über",
+                "école",
+                "ab",
+                "draftfdp.exe",
+                "isolated"
+            ])
         );
         assert_eq!(
             normalise(&[long.as_str()]),
