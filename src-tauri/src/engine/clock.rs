@@ -133,15 +133,22 @@ pub fn boot_now_ms() -> Millis {
     t.tv_sec.saturating_mul(1000) + t.tv_nsec / 1_000_000
 }
 
-/// This boot's id (Linux's `boot_id`); elsewhere a fixed one, which only weakens the check
-/// that a stored offset belongs to this boot.
+/// This boot's id (Linux's `boot_id`). Where there is none, this process's: the boot clock
+/// there restarts at each boot, so an offset stored by an earlier process may belong to an
+/// earlier boot, and comparing with it would take every restart for the clock set forward by
+/// the time between the boots (and shift every wait by as much). Jumps are then noticed
+/// within one process's life only.
 fn system_boot_id() -> &'static str {
     static ID: OnceLock<String> = OnceLock::new();
     ID.get_or_init(|| {
-        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_else(|_| "this-boot".to_string())
+        boot_id_or_process(std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok())
     })
+}
+
+fn boot_id_or_process(read: Option<String>) -> String {
+    read.map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| format!("process-{}-{}", std::process::id(), system_now_ms()))
 }
 
 /// A clock that moves only when told to. Sleepers wake when it is advanced past their deadline.
@@ -228,6 +235,17 @@ impl Clock for ManualClock {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn without_a_boot_id_each_process_is_a_boot_of_its_own() {
+        assert_eq!(boot_id_or_process(Some("abc\n".into())), "abc");
+        let own = boot_id_or_process(None);
+        assert!(
+            own.starts_with(&format!("process-{}-", std::process::id())),
+            "{own}"
+        );
+        assert_ne!(own, "this-boot");
+    }
+
     use super::*;
 
     #[tokio::test]
