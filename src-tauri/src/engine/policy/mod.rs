@@ -739,18 +739,8 @@ pub fn kind_of_reqwest_error(err: &reqwest::Error) -> FailureKind {
         if text.contains("dns error") || text.contains("failed to lookup address") {
             saw_dns = true;
         }
-        if saw_dns {
-            // getaddrinfo's messages: EAI_AGAIN is temporary (offline), EAI_NONAME is final.
-            if text.contains("Temporary failure") || text.contains("temporary failure") {
-                return FailureKind::DnsTemporary;
-            }
-            if text.contains("not known")
-                || text.contains("No address associated")
-                || text.contains("no record found")
-                || text.contains("NXDOMAIN")
-            {
-                return FailureKind::NoSuchHost;
-            }
+        if saw_dns && let Some(kind) = kind_of_lookup_error(&text) {
+            return kind;
         }
         if text.contains("certificate") || text.contains("InvalidCertificate") {
             return FailureKind::Tls;
@@ -770,6 +760,28 @@ pub fn kind_of_reqwest_error(err: &reqwest::Error) -> FailureKind {
     } else {
         FailureKind::Unknown
     }
+}
+
+/// A failed name lookup's message, as the system's resolver words it: EAI_AGAIN is temporary
+/// (offline, or a name server failing for now), EAI_NONAME final. glibc says "Name or service
+/// not known", macOS "nodename nor servname provided, or not known", musl "Name does not
+/// resolve", Windows "No such host is known."
+fn kind_of_lookup_error(text: &str) -> Option<FailureKind> {
+    if text.contains("Temporary failure") || text.contains("temporary failure") {
+        return Some(FailureKind::DnsTemporary);
+    }
+    let final_words = [
+        "not known",
+        "No such host is known",
+        "does not resolve",
+        "No address associated",
+        "no record found",
+        "NXDOMAIN",
+    ];
+    final_words
+        .iter()
+        .any(|w| text.contains(w))
+        .then_some(FailureKind::NoSuchHost)
 }
 
 /// The chain of an error as one line, for logs and the attempt history.
@@ -847,6 +859,31 @@ mod tests {
             .expect_err("refused");
         assert!(err.to_string().contains("certificate"), "{err}");
         assert_eq!(kind_of_reqwest_error(&err), FailureKind::ConnectRefused);
+    }
+
+    /// Every resolver's words for a name that does not exist are final; a lookup that failed
+    /// for now is not.
+    #[test]
+    fn lookup_errors_in_each_systems_words() {
+        for text in [
+            "failed to lookup address information: Name or service not known",
+            "failed to lookup address information: nodename nor servname provided, or not known",
+            "failed to lookup address information: Name does not resolve",
+            "failed to lookup address information: No such host is known. (os error 11001)",
+        ] {
+            assert_eq!(
+                kind_of_lookup_error(text),
+                Some(FailureKind::NoSuchHost),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            kind_of_lookup_error(
+                "failed to lookup address information: Temporary failure in name resolution"
+            ),
+            Some(FailureKind::DnsTemporary)
+        );
+        assert_eq!(kind_of_lookup_error("dns error"), None);
     }
 
     fn secs(s: u64) -> Duration {
