@@ -224,3 +224,62 @@ async fn reserved_hosts_and_malformed_urls_are_fatal() {
         );
     }
 }
+
+/// A server that answers a TLS ClientHello with a fatal `handshake_failure` alert, as a site
+/// does whose TLS versions or ciphers have nothing in common with ours.
+fn tls_alert_server() -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut hello = [0u8; 512];
+            let _ = stream.read(&mut hello);
+            // Record type alert, TLS 1.2, length 2: level fatal, description handshake_failure.
+            let _ = stream.write_all(&[0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28]);
+        }
+    });
+    port
+}
+
+/// A TLS handshake that fails for any reason is fatal and says so in plain words. It was
+/// "could not connect", transient and taken for this machine being offline.
+#[tokio::test]
+async fn a_tls_handshake_refused_by_the_site_is_fatal() {
+    let port = tls_alert_server();
+    let f = fail(&format!("https://127.0.0.1:{port}/paper")).await;
+    assert_kind(&f, FailureKind::Tls, ErrorClass::Fatal);
+    assert!(
+        f.message.contains("refused a secure connection"),
+        "{}",
+        f.message
+    );
+}
+
+/// A plain HTTP server that answers whatever it reads with a 400, as a web server does to a
+/// TLS ClientHello on its plain port.
+fn plain_http_server() -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut hello = [0u8; 512];
+            let _ = stream.read(&mut hello);
+            let _ = stream.write_all(
+                b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    port
+}
+
+#[tokio::test]
+async fn plain_http_on_an_https_address_is_a_fatal_tls_failure() {
+    let port = plain_http_server();
+    let f = fail(&format!("https://127.0.0.1:{port}/paper")).await;
+    assert_kind(&f, FailureKind::Tls, ErrorClass::Fatal);
+    assert!(f.message.contains("plain HTTP"), "{}", f.message);
+}

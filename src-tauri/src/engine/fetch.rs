@@ -278,6 +278,7 @@ fn failure_from_reqwest(err: &reqwest::Error, limits: Limits) -> Failure {
         FailureKind::NetworkDown => {
             "no route to the network (is this machine offline?)".to_string()
         }
+        FailureKind::Tls => policy::tls_message(err).unwrap_or_else(|| policy::error_chain(err)),
         FailureKind::DroppedMidBody => {
             format!("connection dropped mid-body ({})", policy::error_chain(err))
         }

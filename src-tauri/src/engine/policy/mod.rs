@@ -169,7 +169,7 @@ impl FailureKind {
             BadUrl => "not a valid web address",
             RedirectLoop => "redirect loop",
             RedirectScheme => "redirected to a non-web address",
-            Tls => "invalid TLS certificate",
+            Tls => "the secure (TLS) connection failed",
             TooLarge => "too large",
             Unparsable => "content cannot be read",
             BadRedirect => "redirect without a usable target",
@@ -709,6 +709,13 @@ pub fn kind_of_reqwest_error(err: &reqwest::Error) -> FailureKind {
                 return FailureKind::Timeout;
             }
         }
+        // Every TLS failure of the connection's setup is fatal: a site whose TLS cannot talk
+        // with ours (an alert, no common version) or that is not TLS at all (plain HTTP on an
+        // https address) will not change on a retry, and says nothing of this machine's
+        // network. A TLS error inside a body is the connection's.
+        if rustls_error(e).is_some() && !(err.is_body() || err.is_decode()) {
+            return FailureKind::Tls;
+        }
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
             use std::io::ErrorKind as K;
             match io.kind() {
@@ -760,6 +767,46 @@ pub fn kind_of_reqwest_error(err: &reqwest::Error) -> FailureKind {
     } else {
         FailureKind::Unknown
     }
+}
+
+/// The rustls error `e` is or wraps: tokio-rustls hands it up inside an io::Error, which
+/// reqwest's connector wraps in another, and an io::Error's `source()` skips what it wraps.
+fn rustls_error<'a>(mut e: &'a (dyn StdError + 'static)) -> Option<&'a rustls::Error> {
+    loop {
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        e = e.downcast_ref::<std::io::Error>()?.get_ref()?;
+    }
+}
+
+/// A TLS failure in plain words, if `err` is one.
+pub fn tls_message(err: &reqwest::Error) -> Option<String> {
+    use rustls::Error as E;
+    let mut source: Option<&(dyn StdError + 'static)> = Some(err);
+    let tls = loop {
+        let e = source?;
+        if let Some(tls) = rustls_error(e) {
+            break tls;
+        }
+        source = e.source();
+    };
+    Some(match tls {
+        E::InvalidCertificate(_) | E::NoCertificatesPresented => {
+            format!("invalid TLS certificate ({tls})")
+        }
+        E::AlertReceived(alert) => format!(
+            "the site refused a secure connection (TLS alert {alert:?}): its TLS and Gleaner's have nothing in common"
+        ),
+        E::PeerIncompatible(why) => {
+            format!("the site's TLS cannot work with Gleaner's ({why:?})")
+        }
+        E::InvalidMessage(rustls::InvalidMessage::InvalidContentType) => {
+            "the site did not answer in TLS: an https address served without it (plain HTTP?)"
+                .to_string()
+        }
+        _ => format!("the secure connection could not be set up ({tls})"),
+    })
 }
 
 /// A failed name lookup's message, as the system's resolver words it: EAI_AGAIN is temporary
