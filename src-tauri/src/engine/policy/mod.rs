@@ -214,6 +214,12 @@ impl Failure {
     pub fn class(&self) -> ErrorClass {
         self.kind.class()
     }
+
+    /// For a job's `rate_limited_since`, which keeps the first value it is given: a rate limit
+    /// at `now` starts the clock of `max_job_age`, anything else leaves it.
+    pub fn rate_limited_at(&self, now: Millis) -> Option<Millis> {
+        (self.class() == ErrorClass::RateLimited).then_some(now)
+    }
 }
 
 /// The retry policy. Stored in `settings`, overridable by CLI flags for one process.
@@ -532,6 +538,9 @@ pub struct Counters {
     pub blocked_failures: u32,
     /// When the current budget started: creation, or the last manual retry.
     pub budget_started_at: Millis,
+    /// When the job's current run of rate limits began: its first rate limit since the budget
+    /// started or it went on to its next stage. The maximum job age counts from here.
+    pub rate_limited_since: Option<Millis>,
 }
 
 /// What happens to a job after a failed attempt.
@@ -615,7 +624,10 @@ pub fn decide(
                 .retry_after
                 .map_or(backoff, |ra| ra.max(backoff))
                 .min(MAX_RETRY_AFTER);
-            let deadline = c.budget_started_at + policy.max_job_age.as_millis() as Millis;
+            // From the first rate limit, not from the job's queueing: a job queued days ago
+            // (a queue paused over a weekend) gets its whole day of waiting too.
+            let since = c.rate_limited_since.unwrap_or(now);
+            let deadline = since + policy.max_job_age.as_millis() as Millis;
             if now + delay.as_millis() as Millis > deadline {
                 return Decision::Dead {
                     reason: format!(
@@ -946,6 +958,7 @@ mod tests {
             rate_limits: rate,
             blocked_failures: 0,
             budget_started_at: 0,
+            rate_limited_since: None,
         }
     }
 
@@ -1073,14 +1086,40 @@ mod tests {
         };
         let f = Failure::new(FailureKind::RateLimited, "429 Too Many Requests");
         let day = 24 * 3600 * 1000;
+        let limited_since_0 = Counters {
+            rate_limited_since: Some(0),
+            ..counters(0, 0, 3)
+        };
         assert!(matches!(
-            decide(&p, &counters(0, 0, 3), &f, day - 10_000, 0.0),
+            decide(&p, &limited_since_0, &f, day - 10_000, 0.0),
             Decision::Dead { .. }
         ));
         assert!(matches!(
-            decide(&p, &counters(0, 0, 3), &f, day - 400_000, 0.0),
+            decide(&p, &limited_since_0, &f, day - 400_000, 0.0),
             Decision::Retry { .. }
         ));
+    }
+
+    /// The day of waiting counts from the first rate limit, not from the job's queueing: a job
+    /// queued two days ago (a queue paused over a weekend) waits out its first 429. It died
+    /// "still rate-limited after 24 h" at once.
+    #[test]
+    fn a_first_rate_limit_of_an_old_job_is_waited_out() {
+        let p = Policy {
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let mut f = Failure::new(FailureKind::RateLimited, "429 Too Many Requests");
+        f.retry_after = Some(secs(60));
+        let two_days = 2 * 24 * 3600 * 1000;
+        assert_eq!(
+            decide(&p, &counters(0, 0, 0), &f, two_days, 0.0),
+            Decision::Retry {
+                delay: secs(60),
+                retry: None,
+                pause_host: Some(secs(60))
+            }
+        );
     }
 
     #[test]
