@@ -283,3 +283,29 @@ async fn plain_http_on_an_https_address_is_a_fatal_tls_failure() {
     assert_kind(&f, FailureKind::Tls, ErrorClass::Fatal);
     assert!(f.message.contains("plain HTTP"), "{}", f.message);
 }
+
+/// A body that says it is gzip but is not (plain HTML under `Content-Encoding: gzip`) is the
+/// same on every try: fatal, "corrupt", not a connection dropped mid-download retried six
+/// times.
+#[tokio::test]
+async fn a_body_that_is_not_the_encoding_it_declares_is_fatal() {
+    let s = FaultServer::start();
+    s.script(
+        "/mislabelled",
+        vec![Behavior::Respond {
+            status: 200,
+            headers: vec![
+                ("Content-Type".into(), "text/html".into()),
+                ("Content-Encoding".into(), "gzip".into()),
+            ],
+            body: b"<html><body>plain, not gzip</body></html>".to_vec(),
+        }],
+    );
+    let f = fail(&s.url("/mislabelled")).await;
+    assert_kind(&f, FailureKind::Unparsable, ErrorClass::Fatal);
+    assert!(
+        f.message.contains("compressed body is corrupt"),
+        "{}",
+        f.message
+    );
+}

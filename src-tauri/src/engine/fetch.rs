@@ -278,6 +278,10 @@ fn failure_from_reqwest(err: &reqwest::Error, limits: Limits) -> Failure {
         FailureKind::NetworkDown => {
             "no route to the network (is this machine offline?)".to_string()
         }
+        FailureKind::Unparsable => format!(
+            "the site's compressed body is corrupt ({})",
+            policy::error_chain(err)
+        ),
         FailureKind::Tls => policy::tls_message(err).unwrap_or_else(|| policy::error_chain(err)),
         FailureKind::DroppedMidBody => {
             format!("connection dropped mid-body ({})", policy::error_chain(err))

@@ -737,6 +737,11 @@ pub fn kind_of_reqwest_error(err: &reqwest::Error) -> FailureKind {
                 K::UnexpectedEof if err.is_body() || err.is_decode() => {
                     return FailureKind::DroppedMidBody;
                 }
+                // A body the decompressor cannot read ("gzip" over plain HTML, a corrupt
+                // stream) is the same bytes on every try; one cut short is UnexpectedEof.
+                K::InvalidData if err.is_decode() && rustls_error(e).is_none() => {
+                    return FailureKind::Unparsable;
+                }
                 K::UnexpectedEof | K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe => {
                     return if err.is_body() || err.is_decode() {
                         FailureKind::DroppedMidBody
