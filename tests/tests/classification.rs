@@ -165,6 +165,38 @@ async fn forbidden_with_an_exhausted_rate_limit_header_is_a_rate_limit() {
     );
 }
 
+/// GitHub's secondary rate limit: a 403 with a Retry-After that can be read is a rate limit,
+/// waited out; a 403 with one that cannot stays a refusal.
+#[tokio::test]
+async fn forbidden_with_a_retry_after_is_a_rate_limit() {
+    let s = FaultServer::start();
+    let f = fail(&s.url("/status/403?retry_after=60")).await;
+    assert_kind(&f, FailureKind::RateLimited, ErrorClass::RateLimited);
+    assert_eq!(f.retry_after, Some(Duration::from_secs(60)));
+    s.script(
+        "/unreadable",
+        vec![Behavior::Respond {
+            status: 403,
+            headers: vec![("Retry-After".into(), "soon".into())],
+            body: Vec::new(),
+        }],
+    );
+    let f = fail(&s.url("/unreadable")).await;
+    assert_kind(&f, FailureKind::ClientError, ErrorClass::Fatal);
+}
+
+/// Statuses HTTP says may be tried again (408 Request Timeout, 421 Misdirected Request, 425
+/// Too Early) are transient like a 5xx, not refusals.
+#[tokio::test]
+async fn statuses_that_may_be_retried_are_transient() {
+    let s = FaultServer::start();
+    for code in [408, 421, 425] {
+        let f = fail(&s.url(&format!("/status/{code}"))).await;
+        assert_kind(&f, FailureKind::ServerError, ErrorClass::Transient);
+        assert_eq!(f.http_status, Some(code));
+    }
+}
+
 #[tokio::test]
 async fn other_client_errors_are_fatal() {
     let s = FaultServer::start();

@@ -665,7 +665,8 @@ pub fn parse_retry_after(
     Some(wait.min(MAX_RETRY_AFTER))
 }
 
-/// Map a non-2xx status (with its headers) to a failure kind.
+/// Map a non-2xx status (with its headers) to a failure kind. `retry_after_present` means a
+/// Retry-After that could be read.
 pub fn kind_of_status(
     status: u16,
     retry_after_present: bool,
@@ -674,7 +675,12 @@ pub fn kind_of_status(
     match status {
         429 => FailureKind::RateLimited,
         503 if retry_after_present => FailureKind::RateLimited,
-        403 if rate_limit_exhausted => FailureKind::RateLimited,
+        // GitHub's secondary rate limit is a 403 with Retry-After.
+        403 if rate_limit_exhausted || retry_after_present => FailureKind::RateLimited,
+        // RFC 9110/8470 say these may be retried: the server gave up waiting for the request
+        // (408), the connection was for another host (421), or it would not take early data
+        // (425). Retried like a 5xx, on the server budget; only a 503 pauses the host.
+        408 | 421 | 425 => FailureKind::ServerError,
         500..=599 => FailureKind::ServerError,
         300..=399 => FailureKind::BadRedirect,
         _ => FailureKind::ClientError,
@@ -1184,6 +1190,14 @@ mod tests {
         assert_eq!(kind_of_status(504, false, false), ServerError);
         assert_eq!(kind_of_status(599, false, false), ServerError);
         assert_eq!(kind_of_status(403, false, true), RateLimited);
+        assert_eq!(kind_of_status(403, true, false), RateLimited);
+        for s in [408, 421, 425] {
+            assert_eq!(kind_of_status(s, false, false), ServerError);
+            assert_eq!(
+                kind_of_status(s, false, false).class(),
+                ErrorClass::Transient
+            );
+        }
         for s in [400, 401, 403, 404, 410, 422] {
             assert_eq!(kind_of_status(s, false, false), ClientError);
             assert_eq!(kind_of_status(s, false, false).class(), ErrorClass::Fatal);
