@@ -490,6 +490,7 @@ pub(super) async fn apply_failure(
     } = &decision
     {
         let until = now + pause.as_millis() as Millis;
+        let host = crate::engine::queue::host_to_pause(job, failure);
         let limit: Option<i32> = (failure.class() == ErrorClass::RateLimited).then_some(1);
         tx.exec(
             "INSERT INTO hosts (host, paused_until, pause_reason, concurrency_limit) \
@@ -498,7 +499,7 @@ pub(super) async fn apply_failure(
                  paused_until = greatest(coalesce(hosts.paused_until, 0), excluded.paused_until), \
                  pause_reason = excluded.pause_reason, success_streak = 0, \
                  concurrency_limit = coalesce(excluded.concurrency_limit, hosts.concurrency_limit)",
-            &[&job.host, &until, &failure.message, &limit],
+            &[&host, &until, &failure.message, &limit],
         )
         .await?;
         // The host's waiting jobs say when they can really start, so the claim never walks a
@@ -507,7 +508,7 @@ pub(super) async fn apply_failure(
             "UPDATE jobs SET run_at = h.paused_until FROM hosts h \
              WHERE h.host = $1 AND jobs.host = $1 AND jobs.status = 'pending' \
                AND jobs.run_at < h.paused_until",
-            &[&job.host],
+            &[&host],
         )
         .await?;
     }

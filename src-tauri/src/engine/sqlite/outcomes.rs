@@ -382,13 +382,14 @@ fn apply_failure(
     } = &decision
     {
         let until = now + pause.as_millis() as Millis;
+        let host = crate::engine::queue::host_to_pause(job, failure);
         // After a rate limit the host gets one connection at a time until it has shown a run
         // of successes; a plain 503 only pauses it.
         let limit: Option<u32> = (failure.class() == ErrorClass::RateLimited).then_some(1);
         tx.prepare_cached("INSERT INTO hosts (host, paused_until, pause_reason, concurrency_limit) VALUES (?1, ?2, ?3, ?4) \
              ON CONFLICT(host) DO UPDATE SET paused_until = max(coalesce(paused_until, 0), excluded.paused_until), \
                  pause_reason = excluded.pause_reason, success_streak = 0, \
-                 concurrency_limit = coalesce(excluded.concurrency_limit, concurrency_limit)")?.execute(params![job.host, until, failure.message, limit])?;
+                 concurrency_limit = coalesce(excluded.concurrency_limit, concurrency_limit)")?.execute(params![host, until, failure.message, limit])?;
         // None of the host's waiting jobs can start before the pause ends, so their rows say
         // so: the claim's scan over due jobs then never walks a paused host's backlog (100,000
         // rows at the head of a batch would otherwise be checked and skipped on every claim),
@@ -399,7 +400,7 @@ fn apply_failure(
                  WHERE l.host = ?1 AND j.batch_id = l.batch_id AND j.host = ?1 \
                    AND j.run_at >= l.cur_run_at AND (j.run_at > l.cur_run_at OR j.id >= l.cur_id) \
                    AND j.status = 'pending' \
-                   AND j.run_at < (SELECT paused_until FROM hosts WHERE host = ?1))")?.execute([&job.host])?;
+                   AND j.run_at < (SELECT paused_until FROM hosts WHERE host = ?1))")?.execute([&host])?;
     }
     let job = load_job(tx, job.id)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
     Ok(Failed {

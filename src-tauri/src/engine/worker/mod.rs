@@ -1096,7 +1096,7 @@ impl Worker {
                     tracing::warn!(
                         job = job.id,
                         "{what}. Host {} paused; {} (rate-limit waits do not count against the {} retries).",
-                        job.host,
+                        crate::engine::queue::host_to_pause(job, &failed.failure),
                         when.to_lowercase(),
                         job.max_retries
                     );

@@ -233,6 +233,41 @@ super::on_every_backend! {
         assert_eq!(revived.counters.rate_limited_since, None);
     }
 
+    /// A plain link that followed a redirect to another host, which answered 429: that host is
+    /// paused and throttled, not the link's own, whose other jobs go on. (The link's own host
+    /// was paused for another host's rate limit.)
+    fn a_rate_limit_after_a_redirect_pauses_the_host_that_answered(s) {
+        s.enqueue(
+            None,
+            &[job("http://short.example/a"), job("http://short.example/b")],
+            5,
+            0,
+        )
+        .expect("enqueue");
+        let policy = Policy {
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let lease = Duration::from_secs(60);
+        let c = s.claim("w", 0, lease, 2).expect("claim").expect("job");
+        let mut f = Failure::new(FailureKind::RateLimited, "429 Too Many Requests");
+        f.http_status = Some(429);
+        f.retry_after = Some(Duration::from_secs(120));
+        f.answered_by = Some("https://Publisher.example/paper/1".into());
+        let failed = s.fail(&c, &f, &policy, 0, 0.0).expect("fail").expect("held");
+        assert_eq!(failed.job.retry_after, Some(120_000), "the job itself waits");
+        let hosts = s.hosts(1).expect("hosts");
+        assert_eq!(hosts.len(), 1, "{hosts:?}");
+        assert_eq!(hosts[0].host, "publisher.example");
+        assert_eq!(hosts[0].paused_until, Some(120_000));
+        assert_eq!(hosts[0].concurrency_limit, Some(1));
+        let other = s.claim("w", 1, lease, 2).expect("claim");
+        assert!(
+            other.is_some_and(|o| o.host == "short.example" && o.job_id != c.job_id),
+            "the link's own host goes on"
+        );
+    }
+
     fn retries_used_counts_only_the_retries_the_budget_paid_for(s) {
         s.enqueue(None, &[job("http://a.example/1")], 2, 0)
             .expect("enqueue");
