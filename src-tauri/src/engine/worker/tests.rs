@@ -129,19 +129,37 @@ fn one_hosts_failures_are_its_own_while_another_host_answers() {
 }
 
 /// While offline, a probe whose host fails does not hold the next probe: another host's due
-/// job goes next, and the first answer brings the queue back online.
-#[tokio::test]
-async fn offline_probes_take_turns_so_a_mixed_queue_recovers() {
+/// job goes next (the claim's turns between hosts), and the first answer brings the queue
+/// back online. On every backend.
+#[test]
+fn offline_probes_take_turns_so_a_mixed_queue_recovers() {
+    for store in [
+        Arc::new(crate::engine::queue::suite::sqlite()) as Arc<dyn Queue>,
+        Arc::new(crate::engine::queue::suite::postgres()),
+    ] {
+        probes_take_turns(store);
+    }
+}
+
+fn probes_take_turns(store: Arc<dyn Queue>) {
     let dir = tempfile::tempdir().expect("dir");
-    let w = worker(dir.path());
-    let policy = Arc::new(Policy::default());
     let t0 = 1_000_000;
     let jobs: Vec<_> = ["http://dead.example/1", "http://dead.example/2"]
         .iter()
         .chain(["http://good.example/1", "http://good.example/2"].iter())
         .map(|u| crate::engine::sqlite::testing::job(u))
         .collect();
-    w.store.enqueue(None, &jobs, 5, t0).expect("enqueue");
+    store.enqueue(None, &jobs, 5, t0).expect("enqueue");
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let _entered = runtime.enter();
+    let w = Worker::new(
+        store,
+        ManualClock::new(t0),
+        Library::new(dir.path().join("library")),
+        Policy::default(),
+    )
+    .expect("worker");
+    let policy = Arc::new(Policy::default());
     // Found offline by failures elsewhere.
     let mut group: Vec<_> = (0..OFFLINE_AFTER as i64)
         .map(|i| {
@@ -157,36 +175,33 @@ async fn offline_probes_take_turns_so_a_mixed_queue_recovers() {
 
     let mut run = Run::default();
     let mut probed = Vec::new();
-    for _ in 0..4 {
-        let now = w.offline().map_or(t0, |o| o.next_probe_at.max(t0));
-        let claimed = w.step(&mut run, &policy, 1, now).await.expect("step");
-        if !offline_now(&w) {
-            break;
-        }
-        assert_eq!(claimed.len(), 1, "one probe at a time, after {probed:?}");
-        let c = claimed.into_iter().next().expect("a probe");
-        probed.push(c.host.clone());
-        let finish = if c.host == "good.example" {
-            Finish::Success(crate::engine::queue::Success {
-                final_url: c.url.clone(),
-                http_status: 200,
-                title: None,
-                document: None,
-                content_type: None,
-                sha256: None,
-                reference: None,
-                index: None,
-            })
-        } else {
-            Finish::Failure {
-                failure: Failure::new(FailureKind::DnsTemporary, "name lookup failed for now"),
-                unit: 0.0,
+    runtime.block_on(async {
+        for _ in 0..4 {
+            let now = w.offline().map_or(t0, |o| o.next_probe_at.max(t0));
+            let claimed = w.step(&mut run, &policy, 1, now).await.expect("step");
+            if !offline_now(&w) {
+                break;
             }
-        };
-        run.ready.push((c, finish));
-        // Committed as the fetch ends; the next probe waits for its time.
-        w.step(&mut run, &policy, 1, now).await.expect("commit");
-    }
+            assert_eq!(claimed.len(), 1, "one probe at a time, after {probed:?}");
+            let c = claimed.into_iter().next().expect("a probe");
+            probed.push(c.host.clone());
+            let finish = if c.host == "good.example" {
+                Finish::Success(crate::engine::queue::Success {
+                    final_url: c.url.clone(),
+                    http_status: 200,
+                    ..crate::engine::queue::Success::default()
+                })
+            } else {
+                Finish::Failure {
+                    failure: Failure::new(FailureKind::DnsTemporary, "name lookup failed for now"),
+                    unit: 0.0,
+                }
+            };
+            run.ready.push((c, finish));
+            // Committed as the fetch ends; the next probe waits for its time.
+            w.step(&mut run, &policy, 1, now).await.expect("commit");
+        }
+    });
     assert!(
         !offline_now(&w),
         "still offline after probing {probed:?}: the good host's jobs never got a turn"
