@@ -341,3 +341,64 @@ async fn a_body_that_is_not_the_encoding_it_declares_is_fatal() {
         f.message
     );
 }
+
+/// Compressed bodies whose data is corrupt, past a good gzip header or as brotli, are as
+/// fatal as a mislabelled one.
+#[tokio::test]
+async fn a_corrupt_compressed_body_is_fatal() {
+    let s = FaultServer::start();
+    // A gzip header, then bytes that are no deflate stream.
+    let mut gzip = vec![0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 0xff];
+    gzip.extend_from_slice(&[0xff; 64]);
+    for (path, encoding, body) in [
+        ("/bad-gzip", "gzip", gzip),
+        ("/bad-br", "br", vec![0xff; 64]),
+        ("/bad-deflate", "deflate", vec![0xff; 64]),
+    ] {
+        s.script(
+            path,
+            vec![Behavior::Respond {
+                status: 200,
+                headers: vec![
+                    ("Content-Type".into(), "text/html".into()),
+                    ("Content-Encoding".into(), encoding.into()),
+                ],
+                body,
+            }],
+        );
+        let f = fail(&s.url(path)).await;
+        assert_kind(&f, FailureKind::Unparsable, ErrorClass::Fatal);
+    }
+}
+
+/// A compressed body cut short by a connection that drops is still the connection's:
+/// transient, not corrupt.
+#[tokio::test]
+async fn a_compressed_body_cut_short_is_dropped_mid_body() {
+    use std::io::{Read, Write};
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let page: Vec<u8> = (0..20_000u32)
+        .flat_map(|i| format!("<p>line {i}</p>").into_bytes())
+        .collect();
+    encoder.write_all(&page).expect("gzip");
+    let gzip = encoder.finish().expect("gzip");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        if let Ok((mut stream, _)) = listener.accept() {
+            let mut head = [0u8; 2048];
+            let _ = stream.read(&mut head);
+            let _ = stream.write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\n\
+                     Content-Length: {}\r\n\r\n",
+                    gzip.len()
+                )
+                .as_bytes(),
+            );
+            let _ = stream.write_all(&gzip[..gzip.len() / 2]);
+        }
+    });
+    let f = fail(&format!("http://127.0.0.1:{port}/page")).await;
+    assert_kind(&f, FailureKind::DroppedMidBody, ErrorClass::Transient);
+}

@@ -745,7 +745,7 @@ pub fn kind_of_reqwest_error(err: &reqwest::Error) -> FailureKind {
                 }
                 // A body the decompressor cannot read ("gzip" over plain HTML, a corrupt
                 // stream) is the same bytes on every try; one cut short is UnexpectedEof.
-                K::InvalidData if err.is_decode() && rustls_error(e).is_none() => {
+                _ if err.is_decode() && corrupt_compression(io) => {
                     return FailureKind::Unparsable;
                 }
                 K::UnexpectedEof | K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe => {
@@ -800,6 +800,22 @@ fn rustls_error<'a>(mut e: &'a (dyn StdError + 'static)) -> Option<&'a rustls::E
             return Some(tls);
         }
         e = e.downcast_ref::<std::io::Error>()?.get_ref()?;
+    }
+}
+
+/// Whether a decoding error is the decompressor refusing its input: a gzip header that is not
+/// one (InvalidData), deflate data that is not (flate2's error, for gzip and deflate), or a
+/// brotli stream that is not ("brotli error", all the brotli decoder says). Not a TLS error
+/// (rustls's are InvalidData too) nor a connection's.
+fn corrupt_compression(io: &std::io::Error) -> bool {
+    let inner = io.get_ref();
+    match io.kind() {
+        std::io::ErrorKind::InvalidData => {
+            inner.is_none_or(|e| !e.is::<std::io::Error>()) && rustls_error(io).is_none()
+        }
+        std::io::ErrorKind::Other => inner
+            .is_some_and(|e| e.is::<flate2::DecompressError>() || e.to_string() == "brotli error"),
+        _ => false,
     }
 }
 
