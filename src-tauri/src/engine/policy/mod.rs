@@ -59,7 +59,8 @@ pub enum FailureKind {
     DroppedMidBody,
     Protocol,
     DnsTemporary,
-    /// This machine has no route to the network (ENETUNREACH): offline, not the site's fault.
+    /// No route to the host's network (ENETUNREACH): this machine offline, or one host out of
+    /// its reach.
     NetworkDown,
     /// The worker died (crash, kill -9) while this attempt was in flight.
     Interrupted,
