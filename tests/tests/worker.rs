@@ -301,3 +301,72 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// A host this machine has no route to, among hosts that answer, is that host's trouble, not
+/// the machine going offline: its jobs spend their retries and die, and the run ends. (One
+/// host's failures once made the machine "offline", and its jobs were then tried for ever.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_out_of_reach_among_hosts_that_answer_is_not_the_machine_offline() {
+    for backend in Backend::ALL {
+        a_host_out_of_reach_among_hosts_that_answer_is_not_the_machine_offline_on(backend).await;
+    }
+}
+
+async fn a_host_out_of_reach_among_hosts_that_answer_is_not_the_machine_offline_on(
+    backend: Backend,
+) {
+    let server = FaultServer::start();
+    let (dir, store) = backend.open();
+    let clock = ManualClock::new(T0);
+    let policy = Policy {
+        base_delay: Duration::from_secs(10),
+        jitter: 0.0,
+        concurrency: 1,
+        max_retries: 1,
+        ..Policy::default()
+    };
+    // Linux refuses a TCP connection to a multicast address with ENETUNREACH, at once: a host
+    // this machine has no route to.
+    let unreachable: Vec<String> = (1..=3).map(|i| format!("http://224.0.0.1:9/{i}")).collect();
+    let mut urls = vec![server.url("/ok/a")];
+    urls.extend(unreachable);
+    let ids = enqueue(&*store, &urls, T0);
+    let (good, out_of_reach) = (ids[0], &ids[1..]);
+    let worker = Worker::new(
+        store.clone(),
+        clock.clone(),
+        Library::new(dir.path().join("library")),
+        policy,
+    )
+    .expect("worker");
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let w = worker.clone();
+    let run = tokio::spawn(async move { w.run(RunMode::Forever, stop_rx).await });
+
+    let job = |id| store.job(id).expect("job").expect("row");
+    wait_for("the first round", || {
+        job(good).status == Status::Done
+            && out_of_reach
+                .iter()
+                .all(|&id| job(id).status == Status::Pending && job(id).retries_used == 1)
+    })
+    .await;
+    assert!(store.offline().expect("offline").is_none());
+    clock.advance(Duration::from_secs(10));
+    wait_for("the unreachable host's jobs dead", || {
+        out_of_reach
+            .iter()
+            .all(|&id| job(id).status == Status::Dead)
+    })
+    .await;
+    assert!(store.offline().expect("offline").is_none());
+    let dead = job(out_of_reach[0]);
+    assert!(
+        dead.error
+            .as_deref()
+            .is_some_and(|e| e.contains("no route to 224.0.0.1")),
+        "{dead:?}"
+    );
+    stop.send(true).expect("stop");
+    run.await.expect("join").expect("run");
+}

@@ -275,9 +275,19 @@ fn failure_from_reqwest(err: &reqwest::Error, limits: Limits) -> Failure {
             err.url().and_then(|u| u.host_str()).unwrap_or("?")
         ),
         FailureKind::ClosedBeforeResponse => "connection closed before a response".to_string(),
-        FailureKind::NetworkDown => {
-            "no route to the network (is this machine offline?)".to_string()
-        }
+        // Said of the host: one host may be out of this network's reach (an IPv6-only host on
+        // an IPv4 network) while the others answer.
+        FailureKind::NetworkDown => format!(
+            "no route to {} (is this machine offline?)",
+            err.url()
+                .and_then(|u| u.host_str())
+                .unwrap_or("the network")
+        ),
+        FailureKind::Unparsable => format!(
+            "the site's compressed body is corrupt ({})",
+            policy::error_chain(err)
+        ),
+        FailureKind::Tls => policy::tls_message(err).unwrap_or_else(|| policy::error_chain(err)),
         FailureKind::DroppedMidBody => {
             format!("connection dropped mid-body ({})", policy::error_chain(err))
         }

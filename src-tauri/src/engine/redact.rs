@@ -84,31 +84,32 @@ fn users(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Query parameter names whose value is a secret: access tokens, API keys, the signatures of
-/// signed links (S3, Google Cloud), and any name holding "password" (`?password=…`,
-/// `&sslpassword=…`, which a PostgreSQL address may carry).
+/// Query parameter names whose value is a secret: any name ending in "token" (GitLab's
+/// `private_token`, `auth_token`, `x-amz-security-token`) or in "_key"/"-key", `key` itself
+/// (Google's APIs), `jwt`, the signatures of signed links (S3, Google Cloud), and any name
+/// holding "password" (`?password=…`, `&sslpassword=…`, which a PostgreSQL address may carry).
+/// `tokens=` and `keyword=` are not secrets.
 fn secret_parameter(name: &str) -> bool {
     const NAMES: &[&str] = &[
-        "token",
-        "access_token",
-        "refresh_token",
-        "id_token",
+        "key",
+        "jwt",
         "auth",
-        "api_key",
         "apikey",
-        "api-key",
         "secret",
         "client_secret",
         "sig",
         "signature",
         "x-amz-signature",
         "x-amz-credential",
-        "x-amz-security-token",
         "x-goog-signature",
         "x-goog-credential",
     ];
     let name = name.to_ascii_lowercase();
-    name.contains("password") || NAMES.contains(&name.as_str())
+    name.contains("password")
+        || name.ends_with("token")
+        || name.ends_with("_key")
+        || name.ends_with("-key")
+        || NAMES.contains(&name.as_str())
 }
 
 /// A query parameter whose value is a secret ([`secret_parameter`]) keeps its name and loses
@@ -206,6 +207,12 @@ mod tests {
         assert_eq!(
             text("https://b.s3.example/p.pdf?X-Amz-Credential=AKIA&X-Amz-Signature=abc123"),
             "https://b.s3.example/p.pdf?X-Amz-Credential=***&X-Amz-Signature=***"
+        );
+        assert_eq!(
+            text(
+                "https://gitlab.example/api/v4/projects?private_token=glpat-1&key=AIza2&auth_token=a3&jwt=e4&client_key=c5&per_page=9"
+            ),
+            "https://gitlab.example/api/v4/projects?private_token=***&key=***&auth_token=***&jwt=***&client_key=***&per_page=9"
         );
         assert_eq!(
             text("see https://x.example/?q=token&tokens=1&keyword=a"),

@@ -59,7 +59,8 @@ pub enum FailureKind {
     DroppedMidBody,
     Protocol,
     DnsTemporary,
-    /// This machine has no route to the network (ENETUNREACH): offline, not the site's fault.
+    /// No route to the host's network (ENETUNREACH): this machine offline, or one host out of
+    /// its reach.
     NetworkDown,
     /// The worker died (crash, kill -9) while this attempt was in flight.
     Interrupted,
@@ -169,7 +170,7 @@ impl FailureKind {
             BadUrl => "not a valid web address",
             RedirectLoop => "redirect loop",
             RedirectScheme => "redirected to a non-web address",
-            Tls => "invalid TLS certificate",
+            Tls => "the secure (TLS) connection failed",
             TooLarge => "too large",
             Unparsable => "content cannot be read",
             BadRedirect => "redirect without a usable target",
@@ -213,6 +214,12 @@ impl Failure {
 
     pub fn class(&self) -> ErrorClass {
         self.kind.class()
+    }
+
+    /// For a job's `rate_limited_since`, which keeps the first value it is given: a rate limit
+    /// at `now` starts the clock of `max_job_age`, anything else leaves it.
+    pub fn rate_limited_at(&self, now: Millis) -> Option<Millis> {
+        (self.class() == ErrorClass::RateLimited).then_some(now)
     }
 }
 
@@ -532,6 +539,9 @@ pub struct Counters {
     pub blocked_failures: u32,
     /// When the current budget started: creation, or the last manual retry.
     pub budget_started_at: Millis,
+    /// When the job's current run of rate limits began: its first rate limit since the budget
+    /// started or it went on to its next stage. The maximum job age counts from here.
+    pub rate_limited_since: Option<Millis>,
 }
 
 /// What happens to a job after a failed attempt.
@@ -615,7 +625,10 @@ pub fn decide(
                 .retry_after
                 .map_or(backoff, |ra| ra.max(backoff))
                 .min(MAX_RETRY_AFTER);
-            let deadline = c.budget_started_at + policy.max_job_age.as_millis() as Millis;
+            // From the first rate limit, not from the job's queueing: a job queued days ago
+            // (a queue paused over a weekend) gets its whole day of waiting too.
+            let since = c.rate_limited_since.unwrap_or(now);
+            let deadline = since + policy.max_job_age.as_millis() as Millis;
             if now + delay.as_millis() as Millis > deadline {
                 return Decision::Dead {
                     reason: format!(
@@ -653,7 +666,8 @@ pub fn parse_retry_after(
     Some(wait.min(MAX_RETRY_AFTER))
 }
 
-/// Map a non-2xx status (with its headers) to a failure kind.
+/// Map a non-2xx status (with its headers) to a failure kind. `retry_after_present` means a
+/// Retry-After that could be read.
 pub fn kind_of_status(
     status: u16,
     retry_after_present: bool,
@@ -662,7 +676,12 @@ pub fn kind_of_status(
     match status {
         429 => FailureKind::RateLimited,
         503 if retry_after_present => FailureKind::RateLimited,
-        403 if rate_limit_exhausted => FailureKind::RateLimited,
+        // GitHub's secondary rate limit is a 403 with Retry-After.
+        403 if rate_limit_exhausted || retry_after_present => FailureKind::RateLimited,
+        // RFC 9110/8470 say these may be retried: the server gave up waiting for the request
+        // (408), the connection was for another host (421), or it would not take early data
+        // (425). Retried like a 5xx, on the server budget; only a 503 pauses the host.
+        408 | 421 | 425 => FailureKind::ServerError,
         500..=599 => FailureKind::ServerError,
         300..=399 => FailureKind::BadRedirect,
         _ => FailureKind::ClientError,
@@ -709,6 +728,13 @@ pub fn kind_of_reqwest_error(err: &reqwest::Error) -> FailureKind {
                 return FailureKind::Timeout;
             }
         }
+        // Every TLS failure of the connection's setup is fatal: a site whose TLS cannot talk
+        // with ours (an alert, no common version) or that is not TLS at all (plain HTTP on an
+        // https address) will not change on a retry, and says nothing of this machine's
+        // network. A TLS error inside a body is the connection's.
+        if rustls_error(e).is_some() && !(err.is_body() || err.is_decode()) {
+            return FailureKind::Tls;
+        }
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
             use std::io::ErrorKind as K;
             match io.kind() {
@@ -717,6 +743,11 @@ pub fn kind_of_reqwest_error(err: &reqwest::Error) -> FailureKind {
                 K::TimedOut => return FailureKind::Timeout,
                 K::UnexpectedEof if err.is_body() || err.is_decode() => {
                     return FailureKind::DroppedMidBody;
+                }
+                // A body the decompressor cannot read ("gzip" over plain HTML, a corrupt
+                // stream) is the same bytes on every try; one cut short is UnexpectedEof.
+                _ if err.is_decode() && corrupt_compression(io) => {
+                    return FailureKind::Unparsable;
                 }
                 K::UnexpectedEof | K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe => {
                     return if err.is_body() || err.is_decode() {
@@ -739,18 +770,8 @@ pub fn kind_of_reqwest_error(err: &reqwest::Error) -> FailureKind {
         if text.contains("dns error") || text.contains("failed to lookup address") {
             saw_dns = true;
         }
-        if saw_dns {
-            // getaddrinfo's messages: EAI_AGAIN is temporary (offline), EAI_NONAME is final.
-            if text.contains("Temporary failure") || text.contains("temporary failure") {
-                return FailureKind::DnsTemporary;
-            }
-            if text.contains("not known")
-                || text.contains("No address associated")
-                || text.contains("no record found")
-                || text.contains("NXDOMAIN")
-            {
-                return FailureKind::NoSuchHost;
-            }
+        if saw_dns && let Some(kind) = kind_of_lookup_error(&text) {
+            return kind;
         }
         if text.contains("certificate") || text.contains("InvalidCertificate") {
             return FailureKind::Tls;
@@ -770,6 +791,84 @@ pub fn kind_of_reqwest_error(err: &reqwest::Error) -> FailureKind {
     } else {
         FailureKind::Unknown
     }
+}
+
+/// The rustls error `e` is or wraps: tokio-rustls hands it up inside an io::Error, which
+/// reqwest's connector wraps in another, and an io::Error's `source()` skips what it wraps.
+fn rustls_error<'a>(mut e: &'a (dyn StdError + 'static)) -> Option<&'a rustls::Error> {
+    loop {
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        e = e.downcast_ref::<std::io::Error>()?.get_ref()?;
+    }
+}
+
+/// Whether a decoding error is the decompressor refusing its input: a gzip header that is not
+/// one (InvalidData), deflate data that is not (flate2's error, for gzip and deflate), or a
+/// brotli stream that is not ("brotli error", all the brotli decoder says). Not a TLS error
+/// (rustls's are InvalidData too) nor a connection's.
+fn corrupt_compression(io: &std::io::Error) -> bool {
+    let inner = io.get_ref();
+    match io.kind() {
+        std::io::ErrorKind::InvalidData => {
+            inner.is_none_or(|e| !e.is::<std::io::Error>()) && rustls_error(io).is_none()
+        }
+        std::io::ErrorKind::Other => inner
+            .is_some_and(|e| e.is::<flate2::DecompressError>() || e.to_string() == "brotli error"),
+        _ => false,
+    }
+}
+
+/// A TLS failure in plain words, if `err` is one.
+pub fn tls_message(err: &reqwest::Error) -> Option<String> {
+    use rustls::Error as E;
+    let mut source: Option<&(dyn StdError + 'static)> = Some(err);
+    let tls = loop {
+        let e = source?;
+        if let Some(tls) = rustls_error(e) {
+            break tls;
+        }
+        source = e.source();
+    };
+    Some(match tls {
+        E::InvalidCertificate(_) | E::NoCertificatesPresented => {
+            format!("invalid TLS certificate ({tls})")
+        }
+        E::AlertReceived(alert) => format!(
+            "the site refused a secure connection (TLS alert {alert:?}): its TLS and Gleaner's have nothing in common"
+        ),
+        E::PeerIncompatible(why) => {
+            format!("the site's TLS cannot work with Gleaner's ({why:?})")
+        }
+        E::InvalidMessage(rustls::InvalidMessage::InvalidContentType) => {
+            "the site did not answer in TLS: an https address served without it (plain HTTP?)"
+                .to_string()
+        }
+        _ => format!("the secure connection could not be set up ({tls})"),
+    })
+}
+
+/// A failed name lookup's message, as the system's resolver words it: EAI_AGAIN is temporary
+/// (offline, or a name server failing for now), EAI_NONAME final. glibc says "Name or service
+/// not known", macOS "nodename nor servname provided, or not known", musl "Name does not
+/// resolve", Windows "No such host is known."
+fn kind_of_lookup_error(text: &str) -> Option<FailureKind> {
+    if text.contains("Temporary failure") || text.contains("temporary failure") {
+        return Some(FailureKind::DnsTemporary);
+    }
+    let final_words = [
+        "not known",
+        "No such host is known",
+        "does not resolve",
+        "No address associated",
+        "no record found",
+        "NXDOMAIN",
+    ];
+    final_words
+        .iter()
+        .any(|w| text.contains(w))
+        .then_some(FailureKind::NoSuchHost)
 }
 
 /// The chain of an error as one line, for logs and the attempt history.
@@ -849,6 +948,31 @@ mod tests {
         assert_eq!(kind_of_reqwest_error(&err), FailureKind::ConnectRefused);
     }
 
+    /// Every resolver's words for a name that does not exist are final; a lookup that failed
+    /// for now is not.
+    #[test]
+    fn lookup_errors_in_each_systems_words() {
+        for text in [
+            "failed to lookup address information: Name or service not known",
+            "failed to lookup address information: nodename nor servname provided, or not known",
+            "failed to lookup address information: Name does not resolve",
+            "failed to lookup address information: No such host is known. (os error 11001)",
+        ] {
+            assert_eq!(
+                kind_of_lookup_error(text),
+                Some(FailureKind::NoSuchHost),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            kind_of_lookup_error(
+                "failed to lookup address information: Temporary failure in name resolution"
+            ),
+            Some(FailureKind::DnsTemporary)
+        );
+        assert_eq!(kind_of_lookup_error("dns error"), None);
+    }
+
     fn secs(s: u64) -> Duration {
         Duration::from_secs(s)
     }
@@ -862,6 +986,7 @@ mod tests {
             rate_limits: rate,
             blocked_failures: 0,
             budget_started_at: 0,
+            rate_limited_since: None,
         }
     }
 
@@ -989,14 +1114,40 @@ mod tests {
         };
         let f = Failure::new(FailureKind::RateLimited, "429 Too Many Requests");
         let day = 24 * 3600 * 1000;
+        let limited_since_0 = Counters {
+            rate_limited_since: Some(0),
+            ..counters(0, 0, 3)
+        };
         assert!(matches!(
-            decide(&p, &counters(0, 0, 3), &f, day - 10_000, 0.0),
+            decide(&p, &limited_since_0, &f, day - 10_000, 0.0),
             Decision::Dead { .. }
         ));
         assert!(matches!(
-            decide(&p, &counters(0, 0, 3), &f, day - 400_000, 0.0),
+            decide(&p, &limited_since_0, &f, day - 400_000, 0.0),
             Decision::Retry { .. }
         ));
+    }
+
+    /// The day of waiting counts from the first rate limit, not from the job's queueing: a job
+    /// queued two days ago (a queue paused over a weekend) waits out its first 429. It died
+    /// "still rate-limited after 24 h" at once.
+    #[test]
+    fn a_first_rate_limit_of_an_old_job_is_waited_out() {
+        let p = Policy {
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let mut f = Failure::new(FailureKind::RateLimited, "429 Too Many Requests");
+        f.retry_after = Some(secs(60));
+        let two_days = 2 * 24 * 3600 * 1000;
+        assert_eq!(
+            decide(&p, &counters(0, 0, 0), &f, two_days, 0.0),
+            Decision::Retry {
+                delay: secs(60),
+                retry: None,
+                pause_host: Some(secs(60))
+            }
+        );
     }
 
     #[test]
@@ -1056,6 +1207,14 @@ mod tests {
         assert_eq!(kind_of_status(504, false, false), ServerError);
         assert_eq!(kind_of_status(599, false, false), ServerError);
         assert_eq!(kind_of_status(403, false, true), RateLimited);
+        assert_eq!(kind_of_status(403, true, false), RateLimited);
+        for s in [408, 421, 425] {
+            assert_eq!(kind_of_status(s, false, false), ServerError);
+            assert_eq!(
+                kind_of_status(s, false, false).class(),
+                ErrorClass::Transient
+            );
+        }
         for s in [400, 401, 403, 404, 410, 422] {
             assert_eq!(kind_of_status(s, false, false), ClientError);
             assert_eq!(kind_of_status(s, false, false).class(), ErrorClass::Fatal);

@@ -12,6 +12,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations-postgres/0004_host_start_after_the_wait.sql"),
     include_str!("../../../migrations-postgres/0005_citation_keys.sql"),
     include_str!("../../../migrations-postgres/0006_document_hashes.sql"),
+    include_str!("../../../migrations-postgres/0007_rate_limited_since.sql"),
 ];
 
 /// The lock every migrating member takes (an arbitrary key of Gleaner's own).

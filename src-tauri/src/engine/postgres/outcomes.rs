@@ -29,7 +29,7 @@ pub(super) const COMPLETE_SQL: &str = concat!(
     "UPDATE jobs SET status = 'done', lease_owner = NULL, finished_by = lease_owner, \
          lease_until = NULL, final_url = $3, http_status = $4, title = coalesce($5, title), \
          document = $6, content_type = $7, sha256 = $8, error_class = NULL, error = NULL, \
-         updated_at = $9, finished_at = $9, stage = $11, meta = ",
+         updated_at = $9, finished_at = $9, stage = $11, rate_limited_since = NULL, meta = ",
     meta_keeping_tags!("$12"),
     " WHERE id = $1 AND status = 'running' AND lease_owner = $2 AND attempts = $10"
 );
@@ -41,7 +41,8 @@ const NEXT_STAGE_SQL: &str = concat!(
     ", title = coalesce($8, title), document = coalesce($9, document), \
          final_url = coalesce($10, final_url), content_type = coalesce($11, content_type), \
          sha256 = coalesce($12, sha256), error_class = NULL, error = $13, http_status = $14, \
-         lease_owner = NULL, lease_until = NULL, updated_at = $3, attempt_started_at = NULL \
+         lease_owner = NULL, lease_until = NULL, updated_at = $3, attempt_started_at = NULL, \
+         rate_limited_since = NULL \
      WHERE id = $1 AND status = 'running' AND lease_owner = $2 AND attempts = $15"
 );
 
@@ -448,7 +449,8 @@ pub(super) async fn apply_failure(
              server_failures = server_failures + $5, rate_limits = rate_limits + $6, \
              error_class = $7, error = $8, http_status = $9, lease_owner = NULL, \
              lease_until = NULL, updated_at = $10, finished_at = $11, max_retries = $12, \
-             blocked_failures = blocked_failures + $13, attempt_started_at = NULL \
+             blocked_failures = blocked_failures + $13, attempt_started_at = NULL, \
+             rate_limited_since = coalesce(rate_limited_since, $14) \
          WHERE id = $1",
         &[
             &job.id,
@@ -464,6 +466,7 @@ pub(super) async fn apply_failure(
             &finished_at,
             &(policy.max_retries as i32),
             &blocked,
+            &failure.rate_limited_at(now),
         ],
     )
     .await?;
@@ -487,6 +490,7 @@ pub(super) async fn apply_failure(
     } = &decision
     {
         let until = now + pause.as_millis() as Millis;
+        let host = crate::engine::queue::host_to_pause(job, failure);
         let limit: Option<i32> = (failure.class() == ErrorClass::RateLimited).then_some(1);
         tx.exec(
             "INSERT INTO hosts (host, paused_until, pause_reason, concurrency_limit) \
@@ -495,7 +499,7 @@ pub(super) async fn apply_failure(
                  paused_until = greatest(coalesce(hosts.paused_until, 0), excluded.paused_until), \
                  pause_reason = excluded.pause_reason, success_streak = 0, \
                  concurrency_limit = coalesce(excluded.concurrency_limit, hosts.concurrency_limit)",
-            &[&job.host, &until, &failure.message, &limit],
+            &[&host, &until, &failure.message, &limit],
         )
         .await?;
         // The host's waiting jobs say when they can really start, so the claim never walks a
@@ -504,7 +508,7 @@ pub(super) async fn apply_failure(
             "UPDATE jobs SET run_at = h.paused_until FROM hosts h \
              WHERE h.host = $1 AND jobs.host = $1 AND jobs.status = 'pending' \
                AND jobs.run_at < h.paused_until",
-            &[&job.host],
+            &[&host],
         )
         .await?;
     }

@@ -11,10 +11,10 @@ pub(super) const JOB_COLUMNS: &str = "j.id, j.url, j.final_url, j.host, j.status
      j.max_retries, j.run_at, j.error_class, j.error, j.http_status, j.title, j.document, \
      j.content_type, j.batch_id, b.name, j.created_at, j.updated_at, j.finished_at, \
      j.net_failures, j.server_failures, j.rate_limits, j.budget_started_at, j.blocked_failures, \
-     j.meta::text, j.stage";
+     j.meta::text, j.stage, j.rate_limited_since";
 
 /// How many columns [`JOB_COLUMNS`] has.
-pub(super) const JOB_WIDTH: usize = 26;
+pub(super) const JOB_WIDTH: usize = 27;
 
 fn count(row: &Row, i: usize) -> u32 {
     u32::try_from(row.get::<_, i32>(i)).unwrap_or(0)
@@ -67,6 +67,7 @@ pub(super) fn job_from_row(row: &Row) -> Job {
             rate_limits: rate,
             blocked_failures: count(row, 23),
             budget_started_at: row.get(22),
+            rate_limited_since: row.get(26),
         },
     }
 }

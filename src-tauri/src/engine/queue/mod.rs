@@ -29,7 +29,7 @@ pub use types::{
     ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, Hit,
     HostCount, HostState, Indexed, Job, JobFilter, LibraryQuery, Liveness, NewJob, Next,
     OfflineState, PausedHost, Reference, Reindexed, Settled, SharedDocument, SharedEntry, Stage,
-    StallKind, StallState, Stats, Status, Step, Success, claim_now, rfc3339,
+    StallKind, StallState, Stats, Status, Step, Success, claim_now, host_to_pause, rfc3339,
 };
 
 /// Wake-ups from other processes last as long as this is kept (see [`Queue::subscribe`]).

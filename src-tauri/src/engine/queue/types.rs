@@ -271,6 +271,20 @@ impl ClaimRequest<'_> {
     }
 }
 
+/// The host a failure's pause and throttle are for (a rate limit, a 503): the host that gave
+/// the answer, when a plain link followed a redirect to another host; else the job's own. A
+/// reference's stages do not follow redirects to another host, and their lane is named for
+/// their service (`doi.org`) wherever the service is.
+pub fn host_to_pause(job: &Job, failure: &Failure) -> String {
+    let plain_link = job.stage.is_none() && Stage::initial(&job.url).is_none();
+    failure
+        .answered_by
+        .as_deref()
+        .filter(|_| plain_link)
+        .and_then(|url| crate::engine::intake::host_name(url).ok())
+        .unwrap_or_else(|| job.host.clone())
+}
+
 /// [`ClaimRequest::now`] for a backend that keeps only the request's clock.
 pub fn claim_now(clock: Option<&dyn Clock>, step_now: Millis) -> Millis {
     clock.map_or(step_now, |c| c.now_ms().max(step_now))

@@ -27,7 +27,7 @@ pub(super) fn revive(tx: &Transaction<'_>, id: i64, max_retries: u32, now: Milli
     // history keeps every failure.
     tx.execute(
         "UPDATE jobs SET status = 'pending', run_at = ?2, max_retries = ?3, net_failures = 0, \
-             server_failures = 0, rate_limits = 0, blocked_failures = 0, budget_started_at = ?2, updated_at = ?2, \
+             server_failures = 0, rate_limits = 0, blocked_failures = 0, budget_started_at = ?2, rate_limited_since = NULL, updated_at = ?2, \
              finished_at = NULL, dead_notified = 0, lease_owner = NULL, lease_until = NULL, \
              error_class = NULL, error = NULL, http_status = NULL, attempt_started_at = NULL, \
              finished_by = NULL, stage = NULL, target = NULL, \

@@ -113,13 +113,14 @@ fn store_anchor(tx: &Transaction<'_>, anchor: &Anchor) -> Result<()> {
 /// The lane trigger (migration 0012) moves the lanes' cursors back with the jobs it sees.
 fn shift_waits(tx: &Transaction<'_>, d: Millis) -> Result<()> {
     tx.execute(
-        "UPDATE jobs SET run_at = run_at + ?1, budget_started_at = budget_started_at + ?1 \
+        "UPDATE jobs SET run_at = run_at + ?1, budget_started_at = budget_started_at + ?1, \
+             rate_limited_since = rate_limited_since + ?1 \
          WHERE status = 'pending'",
         [d],
     )?;
     tx.execute(
         "UPDATE jobs SET lease_until = lease_until + ?1, budget_started_at = budget_started_at + ?1, \
-             attempt_started_at = attempt_started_at + ?1 \
+             rate_limited_since = rate_limited_since + ?1, attempt_started_at = attempt_started_at + ?1 \
          WHERE status = 'running'",
         [d],
     )?;

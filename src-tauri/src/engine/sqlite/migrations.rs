@@ -54,6 +54,9 @@ pub fn migrations() -> Migrations<'static> {
             super::tags::fill_from_meta,
         ),
         M::up(include_str!("../../../migrations/0021_citation_keys.sql")),
+        M::up(include_str!(
+            "../../../migrations/0022_rate_limited_since.sql"
+        )),
     ])
 }
 
@@ -130,6 +133,31 @@ mod tests {
     use crate::engine::sqlite::Store;
     use crate::engine::sqlite::testing::job;
 
+    /// A job waiting on a rate limit when Gleaner is upgraded takes, as the start of its day
+    /// of waiting, its first rate limit since its budget started (not one of an old budget).
+    #[test]
+    fn a_rate_limited_job_gets_its_first_rate_limit_since_its_budget_started() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("old.db");
+        {
+            let mut conn = Connection::open(&path).expect("open");
+            migrations().to_version(&mut conn, 21).expect("v21");
+            conn.execute_batch(
+                "INSERT INTO jobs (id, url, url_key, host, status, run_at, max_retries, \
+                     budget_started_at, created_at, updated_at, rate_limits) \
+                 VALUES (1, 'http://a.example/', 'http://a.example/', 'a.example', 'pending', \
+                     9000, 5, 1000, 1, 1, 2); \
+                 INSERT INTO attempt_log (job_id, number, started_at, outcome) VALUES \
+                     (1, 1, 500, 'rate_limited'), (1, 2, 3000, 'transient'), \
+                     (1, 3, 5000, 'rate_limited'), (1, 4, 8000, 'rate_limited');",
+            )
+            .expect("a rate-limited job");
+        }
+        let store = Store::open(&path).expect("migrate");
+        let job = store.job(1).expect("read").expect("job");
+        assert_eq!(job.counters.rate_limited_since, Some(5000));
+    }
+
     #[test]
     fn migrates_a_version_1_database_and_keeps_its_jobs() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -157,7 +185,7 @@ mod tests {
         let v: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .expect("version");
-        assert_eq!(v, 21, "brought up to the latest version");
+        assert_eq!(v, 22, "brought up to the latest version");
         let (url, notified): (String, i64) = conn
             .query_row("SELECT url, dead_notified FROM jobs", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))

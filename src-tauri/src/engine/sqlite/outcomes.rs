@@ -9,7 +9,7 @@ use crate::engine::policy::{self, Counters, Decision, ErrorClass, Failure, Failu
 use super::Store;
 use super::claim::claim_many;
 use super::hosts::queue_paused;
-use super::rows::{JOB_COLUMNS, job_from_row, kind_str, load_job, status_of};
+use super::rows::{JOB_COLUMNS, JOB_WIDTH, job_from_row, kind_str, load_job, status_of};
 use super::search::index_in;
 use super::stages::{kept_in, next_in, would_die};
 use crate::engine::queue::{
@@ -23,7 +23,7 @@ use crate::engine::queue::{
 const COMPLETE_SQL: &str = "UPDATE jobs SET status = 'done', lease_owner = NULL, \
          finished_by = lease_owner, lease_until = NULL, final_url = ?3, http_status = ?4, \
          title = coalesce(?5, title), document = ?6, content_type = ?7, sha256 = ?8, error_class = NULL, \
-         error = NULL, updated_at = ?9, finished_at = ?9, stage = ?11, \
+         error = NULL, updated_at = ?9, finished_at = ?9, stage = ?11, rate_limited_since = NULL, \
          meta = CASE WHEN ?12 IS NULL THEN meta WHEN json_valid(meta) THEN \
          CASE WHEN meta -> '$.tags' IS NULL THEN json_remove(?12, '$.tags') \
          ELSE json_set(?12, '$.tags', meta -> '$.tags') END ELSE json_remove(?12, '$.tags') END \
@@ -344,7 +344,8 @@ fn apply_failure(
              server_failures = server_failures + ?5, rate_limits = rate_limits + ?6, \
              error_class = ?7, error = ?8, http_status = ?9, lease_owner = NULL, lease_until = NULL, \
              updated_at = ?10, finished_at = ?11, max_retries = ?12, \
-             blocked_failures = blocked_failures + ?13, attempt_started_at = NULL \
+             blocked_failures = blocked_failures + ?13, attempt_started_at = NULL, \
+             rate_limited_since = coalesce(rate_limited_since, ?14) \
          WHERE id = ?1")?.execute(params![
             job.id,
             status,
@@ -358,7 +359,8 @@ fn apply_failure(
             now,
             finished_at,
             policy.max_retries,
-            blocked
+            blocked,
+            failure.rate_limited_at(now)
         ])?;
     if let Some(attempt) = attempt {
         let end = AttemptEnd {
@@ -380,13 +382,14 @@ fn apply_failure(
     } = &decision
     {
         let until = now + pause.as_millis() as Millis;
+        let host = crate::engine::queue::host_to_pause(job, failure);
         // After a rate limit the host gets one connection at a time until it has shown a run
         // of successes; a plain 503 only pauses it.
         let limit: Option<u32> = (failure.class() == ErrorClass::RateLimited).then_some(1);
         tx.prepare_cached("INSERT INTO hosts (host, paused_until, pause_reason, concurrency_limit) VALUES (?1, ?2, ?3, ?4) \
              ON CONFLICT(host) DO UPDATE SET paused_until = max(coalesce(paused_until, 0), excluded.paused_until), \
                  pause_reason = excluded.pause_reason, success_streak = 0, \
-                 concurrency_limit = coalesce(excluded.concurrency_limit, concurrency_limit)")?.execute(params![job.host, until, failure.message, limit])?;
+                 concurrency_limit = coalesce(excluded.concurrency_limit, concurrency_limit)")?.execute(params![host, until, failure.message, limit])?;
         // None of the host's waiting jobs can start before the pause ends, so their rows say
         // so: the claim's scan over due jobs then never walks a paused host's backlog (100,000
         // rows at the head of a batch would otherwise be checked and skipped on every claim),
@@ -397,7 +400,7 @@ fn apply_failure(
                  WHERE l.host = ?1 AND j.batch_id = l.batch_id AND j.host = ?1 \
                    AND j.run_at >= l.cur_run_at AND (j.run_at > l.cur_run_at OR j.id >= l.cur_id) \
                    AND j.status = 'pending' \
-                   AND j.run_at < (SELECT paused_until FROM hosts WHERE host = ?1))")?.execute([&job.host])?;
+                   AND j.run_at < (SELECT paused_until FROM hosts WHERE host = ?1))")?.execute([&host])?;
     }
     let job = load_job(tx, job.id)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
     Ok(Failed {
@@ -507,9 +510,9 @@ impl Store {
                 .query_map([], |r| {
                     Ok((
                         job_from_row(r)?,
-                        r.get::<_, Option<String>>(26)?,
-                        r.get::<_, Option<Millis>>(27)?,
-                        r.get::<_, Millis>(28)?,
+                        r.get::<_, Option<String>>(JOB_WIDTH)?,
+                        r.get::<_, Option<Millis>>(JOB_WIDTH + 1)?,
+                        r.get::<_, Millis>(JOB_WIDTH + 2)?,
                     ))
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;

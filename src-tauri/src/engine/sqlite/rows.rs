@@ -11,7 +11,11 @@ use crate::engine::queue::{Job, Result, Stage, Status};
 pub(super) const JOB_COLUMNS: &str = "j.id, j.url, j.final_url, j.host, j.status, j.attempts, j.max_retries, \
      j.run_at, j.error_class, j.error, j.http_status, j.title, j.document, j.content_type, \
      j.batch_id, b.name, j.created_at, j.updated_at, j.finished_at, j.net_failures, \
-     j.server_failures, j.rate_limits, j.budget_started_at, j.blocked_failures, j.meta, j.stage";
+     j.server_failures, j.rate_limits, j.budget_started_at, j.blocked_failures, j.meta, j.stage, \
+     j.rate_limited_since";
+
+/// How many columns [`JOB_COLUMNS`] has.
+pub(super) const JOB_WIDTH: usize = 27;
 
 pub(super) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
     let status_text: String = row.get(4)?;
@@ -66,6 +70,7 @@ pub(super) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
             rate_limits: rate,
             blocked_failures: row.get(23)?,
             budget_started_at: row.get(22)?,
+            rate_limited_since: row.get(26)?,
         },
     })
 }

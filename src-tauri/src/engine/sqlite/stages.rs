@@ -22,7 +22,8 @@ const NEXT_STAGE_SQL: &str = "UPDATE jobs SET status = 'pending', run_at = ?3, s
          title = coalesce(?8, title), document = coalesce(?9, document), \
          final_url = coalesce(?10, final_url), content_type = coalesce(?11, content_type), \
          sha256 = coalesce(?12, sha256), error_class = ?13, error = ?14, http_status = ?15, \
-         lease_owner = NULL, lease_until = NULL, updated_at = ?3, attempt_started_at = NULL \
+         lease_owner = NULL, lease_until = NULL, updated_at = ?3, attempt_started_at = NULL, \
+         rate_limited_since = NULL \
      WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?16";
 
 /// Done with what an earlier stage saved: the attempt is in `attempt_log` as the failure it

@@ -6,6 +6,7 @@
 //! ends, or until something wakes it (an enqueue, a settings change, a commit by another
 //! process on the same database).
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -108,10 +109,17 @@ const BIG_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// attempts in a row within [`OFFLINE_WINDOW`] all failed to reach the network, the worker
 /// stops starting jobs, stops spending retry budgets on such failures, and probes with one job
 /// at a time with backoff until something answers.
+///
+/// One host's failures are not the machine's when another host has just answered: a run of
+/// offline-looking failures all on one host, while another host answered within
+/// [`OFFLINE_WINDOW`], is that host's (a dead domain whose name server fails, a host this
+/// network has no route to) and is charged to its jobs as usual.
 #[derive(Debug, Default)]
 struct Network {
-    /// When each failure of the current run of offline-looking failures happened.
-    streak: Vec<Millis>,
+    /// Each failure of the current run of offline-looking failures: when, and on which host.
+    streak: Vec<(Millis, String)>,
+    /// When each host last answered (reached a server), kept for [`OFFLINE_WINDOW`].
+    answered: HashMap<String, Millis>,
     offline: Option<OfflineState>,
     /// What the database has of `offline`.
     saved: Option<OfflineState>,
@@ -121,6 +129,32 @@ struct Network {
 pub const OFFLINE_AFTER: usize = 3;
 /// ...all within this long.
 pub const OFFLINE_WINDOW: Duration = Duration::from_secs(30);
+
+impl Network {
+    /// Whether the run of failures is all on one host while another host has answered within
+    /// the window: then they are that host's, not the machine's.
+    fn one_host_fails(&self) -> bool {
+        let Some((_, host)) = self.streak.first() else {
+            return false;
+        };
+        self.streak.iter().all(|(_, h)| h == host) && self.answered.keys().any(|h| h != host)
+    }
+}
+
+/// Whether an attempt reached a server, even to be refused or sent an error page.
+fn answered(finish: &Finish) -> bool {
+    match finish {
+        // A page fetched but not saved still came from a server.
+        Finish::Success(_) | Finish::Local(_) => true,
+        Finish::Failure { failure, .. } | Finish::Offline(failure) | Finish::Kept(failure) => {
+            failure.kind.reached_a_server()
+        }
+        Finish::Next(next) => next
+            .failure
+            .as_ref()
+            .is_none_or(|f| f.kind.reached_a_server()),
+    }
+}
 
 /// While nothing is eligible and nothing wakes us, look again after this long anyway: a safety
 /// net for wake-ups that cannot be observed (another process on a filesystem without inotify).
@@ -619,17 +653,15 @@ impl Worker {
             };
             // Anything that reached a server, even an error page, proves the network works; a
             // timeout does not (an offline machine's probes time out too).
-            let reached = finished.iter().any(|(_, f)| match f {
-                // A page fetched but not saved still came from a server.
-                Finish::Success(_) | Finish::Local(_) => true,
-                Finish::Failure { failure, .. }
-                | Finish::Offline(failure)
-                | Finish::Kept(failure) => failure.kind.reached_a_server(),
-                Finish::Next(next) => next
-                    .failure
-                    .as_ref()
-                    .is_none_or(|f| f.kind.reached_a_server()),
-            });
+            let window = OFFLINE_WINDOW.as_millis() as Millis;
+            net.answered.retain(|_, &mut t| now - t <= window);
+            let mut reached = false;
+            for (claimed, finish) in &finished {
+                if answered(finish) {
+                    reached = true;
+                    net.answered.insert(claimed.host.clone(), now);
+                }
+            }
             if reached {
                 net.streak.clear();
                 net.offline = None;
@@ -657,10 +689,9 @@ impl Worker {
                     }
                 };
                 if net.offline.is_none() {
-                    let window = OFFLINE_WINDOW.as_millis() as Millis;
-                    net.streak.retain(|&t| now - t <= window);
-                    net.streak.push(now);
-                    if net.streak.len() >= OFFLINE_AFTER {
+                    net.streak.retain(|(t, _)| now - t <= window);
+                    net.streak.push((now, claimed.host.clone()));
+                    if net.streak.len() >= OFFLINE_AFTER && !net.one_host_fails() {
                         net.offline = Some(OfflineState {
                             since: now,
                             next_probe_at: now,
@@ -1065,7 +1096,7 @@ impl Worker {
                     tracing::warn!(
                         job = job.id,
                         "{what}. Host {} paused; {} (rate-limit waits do not count against the {} retries).",
-                        job.host,
+                        crate::engine::queue::host_to_pause(job, &failed.failure),
                         when.to_lowercase(),
                         job.max_retries
                     );

@@ -14,10 +14,14 @@ fn worker(dir: &std::path::Path) -> Arc<Worker> {
 }
 
 fn failed(job_id: i64, kind: FailureKind) -> (Claimed, Finish) {
+    failed_on(job_id, &format!("h{job_id}.example"), kind)
+}
+
+fn failed_on(job_id: i64, host: &str, kind: FailureKind) -> (Claimed, Finish) {
     let claimed = Claimed {
         job_id,
-        url: format!("http://h{job_id}.example/"),
-        host: format!("h{job_id}.example"),
+        url: format!("http://{host}/{job_id}"),
+        host: host.to_string(),
         attempt: 1,
         started_at: 0,
         owner: "w".into(),
@@ -71,4 +75,136 @@ fn only_an_answer_ends_an_offline_finding() {
     w.observe_network(&mut probe, &policy, 1_002_000);
     assert!(!offline_now(&w), "a refusal is an answer");
     assert!(matches!(probe[0].1, Finish::Failure { .. }));
+}
+
+/// A run of failures all on one host, while another host has just answered, is that host's: a
+/// dead domain whose name server fails for now does not make the machine offline, and its
+/// jobs spend their retries. Once no other host has answered for [`OFFLINE_WINDOW`], the same
+/// failures are the machine's again (a laptop that went offline with one host left to fetch).
+#[test]
+fn one_hosts_failures_are_its_own_while_another_host_answers() {
+    let dir = tempfile::tempdir().expect("dir");
+    let w = worker(dir.path());
+    let policy = Policy::default();
+    let t0 = 1_000_000;
+    let mut answer = vec![failed_on(1, "good.example", FailureKind::ClientError)];
+    w.observe_network(&mut answer, &policy, t0);
+    for i in 0..OFFLINE_AFTER as i64 * 2 {
+        let mut group = vec![failed_on(10 + i, "dead.example", FailureKind::DnsTemporary)];
+        w.observe_network(&mut group, &policy, t0 + 1_000 * (i + 1));
+        assert!(
+            !offline_now(&w),
+            "failure {i} of one host made the machine offline"
+        );
+        assert!(
+            matches!(group[0].1, Finish::Failure { .. }),
+            "charged as usual: {:?}",
+            group[0].1
+        );
+    }
+
+    // Failures on more than one host are the machine's.
+    let mut group = vec![failed_on(30, "other.example", FailureKind::NetworkDown)];
+    w.observe_network(&mut group, &policy, t0 + 8_000);
+    assert!(offline_now(&w), "two hosts failing is the network");
+
+    // With no other host heard from for the window, one host's failures are the machine's.
+    let w = worker(dir.path());
+    let mut answer = vec![failed_on(1, "good.example", FailureKind::ClientError)];
+    w.observe_network(&mut answer, &policy, t0);
+    let later = t0 + OFFLINE_WINDOW.as_millis() as Millis + 1;
+    for i in 0..OFFLINE_AFTER as i64 {
+        let mut group = vec![failed_on(10 + i, "dead.example", FailureKind::DnsTemporary)];
+        w.observe_network(&mut group, &policy, later + i);
+    }
+    assert!(offline_now(&w), "a queue of one host still goes offline");
+
+    // And with no other host at all.
+    let w = worker(dir.path());
+    for i in 0..OFFLINE_AFTER as i64 {
+        let mut group = vec![failed_on(10 + i, "dead.example", FailureKind::NetworkDown)];
+        w.observe_network(&mut group, &policy, t0 + i);
+    }
+    assert!(offline_now(&w));
+}
+
+/// While offline, a probe whose host fails does not hold the next probe: another host's due
+/// job goes next (the claim's turns between hosts), and the first answer brings the queue
+/// back online. On every backend.
+#[test]
+fn offline_probes_take_turns_so_a_mixed_queue_recovers() {
+    for store in [
+        Arc::new(crate::engine::queue::suite::sqlite()) as Arc<dyn Queue>,
+        Arc::new(crate::engine::queue::suite::postgres()),
+    ] {
+        probes_take_turns(store);
+    }
+}
+
+fn probes_take_turns(store: Arc<dyn Queue>) {
+    let dir = tempfile::tempdir().expect("dir");
+    let t0 = 1_000_000;
+    let jobs: Vec<_> = ["http://dead.example/1", "http://dead.example/2"]
+        .iter()
+        .chain(["http://good.example/1", "http://good.example/2"].iter())
+        .map(|u| crate::engine::sqlite::testing::job(u))
+        .collect();
+    store.enqueue(None, &jobs, 5, t0).expect("enqueue");
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let _entered = runtime.enter();
+    let w = Worker::new(
+        store,
+        ManualClock::new(t0),
+        Library::new(dir.path().join("library")),
+        Policy::default(),
+    )
+    .expect("worker");
+    let policy = Arc::new(Policy::default());
+    // Found offline by failures elsewhere.
+    let mut group: Vec<_> = (0..OFFLINE_AFTER as i64)
+        .map(|i| {
+            failed_on(
+                100 + i,
+                &format!("gone{i}.example"),
+                FailureKind::NetworkDown,
+            )
+        })
+        .collect();
+    w.observe_network(&mut group, &policy, t0);
+    assert!(offline_now(&w));
+
+    let mut run = Run::default();
+    let mut probed = Vec::new();
+    runtime.block_on(async {
+        for _ in 0..4 {
+            let now = w.offline().map_or(t0, |o| o.next_probe_at.max(t0));
+            let claimed = w.step(&mut run, &policy, 1, now).await.expect("step");
+            if !offline_now(&w) {
+                break;
+            }
+            assert_eq!(claimed.len(), 1, "one probe at a time, after {probed:?}");
+            let c = claimed.into_iter().next().expect("a probe");
+            probed.push(c.host.clone());
+            let finish = if c.host == "good.example" {
+                Finish::Success(crate::engine::queue::Success {
+                    final_url: c.url.clone(),
+                    http_status: 200,
+                    ..crate::engine::queue::Success::default()
+                })
+            } else {
+                Finish::Failure {
+                    failure: Failure::new(FailureKind::DnsTemporary, "name lookup failed for now"),
+                    unit: 0.0,
+                }
+            };
+            run.ready.push((c, finish));
+            // Committed as the fetch ends; the next probe waits for its time.
+            w.step(&mut run, &policy, 1, now).await.expect("commit");
+        }
+    });
+    assert!(
+        !offline_now(&w),
+        "still offline after probing {probed:?}: the good host's jobs never got a turn"
+    );
+    assert!(probed.len() <= 2, "{probed:?}");
 }

@@ -182,6 +182,92 @@ super::on_every_backend! {
         assert!(s.claim("w", after, lease, 2).expect("claim").is_some());
     }
 
+    /// The day a rate-limited job may wait counts from its first rate limit, which the row
+    /// keeps until a manual retry: a job queued two days before its first 429 waits it out.
+    /// (It counted from the queueing, and the job died at its first 429.)
+    fn the_day_of_rate_limits_counts_from_the_first_one(s) {
+        s.enqueue(None, &[job("http://a.example/1")], 5, 0)
+            .expect("enqueue");
+        let policy = Policy {
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let lease = Duration::from_secs(60);
+        let mut f = Failure::new(FailureKind::RateLimited, "429 Too Many Requests");
+        f.http_status = Some(429);
+        f.retry_after = Some(Duration::from_secs(60));
+        let first = 2 * 24 * 3_600_000;
+        let c = s.claim("w", first, lease, 2).expect("claim").expect("due");
+        let failed = s.fail(&c, &f, &policy, first, 0.0).expect("fail").expect("held");
+        assert_eq!(failed.job.status, Status::Pending, "{:?}", failed.job.error);
+        assert_eq!(failed.job.counters.rate_limited_since, Some(first));
+
+        // Later rate limits keep the first one's time.
+        let later = first + 3_600_000;
+        let c = s.claim("w", later, lease, 2).expect("claim").expect("due");
+        let failed = s.fail(&c, &f, &policy, later, 0.0).expect("fail").expect("held");
+        assert_eq!(failed.job.status, Status::Pending);
+        assert_eq!(failed.job.counters.rate_limited_since, Some(first));
+
+        // Another failure in between does not restart the day.
+        let other = first + 2 * 3_600_000;
+        let c = s.claim("w", other, lease, 2).expect("claim").expect("due");
+        let timeout = Failure::new(FailureKind::Timeout, "timed out");
+        let failed = s.fail(&c, &timeout, &policy, other, 0.0).expect("fail").expect("held");
+        assert_eq!(failed.job.counters.rate_limited_since, Some(first));
+
+        // A day after the first one, the wait would end past it: dead.
+        let last = first + 24 * 3_600_000 - 30_000;
+        let c = s.claim("w", last, lease, 2).expect("claim").expect("due");
+        let failed = s.fail(&c, &f, &policy, last, 0.0).expect("fail").expect("held");
+        assert_eq!(failed.job.status, Status::Dead);
+        assert!(
+            failed.job.error.as_deref().is_some_and(|e| e.contains("still rate-limited after 24 h")),
+            "{:?}",
+            failed.job.error
+        );
+
+        // A manual retry starts the day again at the next rate limit.
+        s.retry_dead(None, 5, last).expect("retry");
+        let revived = s.job(failed.job.id).expect("read").expect("job");
+        assert_eq!(revived.counters.rate_limited_since, None);
+    }
+
+    /// A plain link that followed a redirect to another host, which answered 429: that host is
+    /// paused and throttled, not the link's own, whose other jobs go on. (The link's own host
+    /// was paused for another host's rate limit.)
+    fn a_rate_limit_after_a_redirect_pauses_the_host_that_answered(s) {
+        s.enqueue(
+            None,
+            &[job("http://short.example/a"), job("http://short.example/b")],
+            5,
+            0,
+        )
+        .expect("enqueue");
+        let policy = Policy {
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let lease = Duration::from_secs(60);
+        let c = s.claim("w", 0, lease, 2).expect("claim").expect("job");
+        let mut f = Failure::new(FailureKind::RateLimited, "429 Too Many Requests");
+        f.http_status = Some(429);
+        f.retry_after = Some(Duration::from_secs(120));
+        f.answered_by = Some("https://Publisher.example/paper/1".into());
+        let failed = s.fail(&c, &f, &policy, 0, 0.0).expect("fail").expect("held");
+        assert_eq!(failed.job.retry_after, Some(120_000), "the job itself waits");
+        let hosts = s.hosts(1).expect("hosts");
+        assert_eq!(hosts.len(), 1, "{hosts:?}");
+        assert_eq!(hosts[0].host, "publisher.example");
+        assert_eq!(hosts[0].paused_until, Some(120_000));
+        assert_eq!(hosts[0].concurrency_limit, Some(1));
+        let other = s.claim("w", 1, lease, 2).expect("claim");
+        assert!(
+            other.is_some_and(|o| o.host == "short.example" && o.job_id != c.job_id),
+            "the link's own host goes on"
+        );
+    }
+
     fn retries_used_counts_only_the_retries_the_budget_paid_for(s) {
         s.enqueue(None, &[job("http://a.example/1")], 2, 0)
             .expect("enqueue");
