@@ -374,8 +374,10 @@ fn a_doi_is_resolved_to_its_metadata_landing_page_and_pdf() {
 }
 
 /// As doi.org really answers content negotiation: a redirect to the registration agency's
-/// metadata service, which answers with the CSL item. The `Accept` header goes along, and a
-/// partial date (year and month) is kept as `YYYY-MM`.
+/// metadata service on another host (api.crossref.org), which answers with the CSL item. The
+/// `Accept` header goes along, and a partial date (year and month) is kept as `YYYY-MM`. The
+/// landing page is then asked of the DOI's resolver, not of the agency (which answers a plain
+/// request with 406: the job died of it).
 #[test]
 fn csl_metadata_through_the_registration_agencys_redirect() {
     let fakes = Fakes::start();
@@ -390,14 +392,24 @@ fn csl_metadata_through_the_registration_agencys_redirect() {
     let sb = Sandbox::new();
     add(&sb, &["doi:10.1038/nature12373"]);
     fakes.run(&sb, &[]);
-    let agency = fakes
+    let agency = fakes.resolver.agency();
+    assert_eq!(agency.total_hits(), 1, "{:?}", agency.targets());
+    let asked = &agency.requests()[0];
+    assert_eq!(asked.target, DoiResolver::agency_path_of(&paper.doi));
+    assert!(asked.wants_csl(), "Accept: {}", asked.accept());
+    let plain: Vec<_> = fakes
         .resolver
-        .requests_to(&DoiResolver::agency_path_of(&paper.doi));
-    assert_eq!(agency.len(), 1, "{:?}", fakes.resolver.targets());
-    assert!(agency[0].wants_csl(), "Accept: {}", agency[0].accept());
+        .requests()
+        .into_iter()
+        .filter(|r| !r.wants_csl())
+        .map(|r| r.target)
+        .collect();
+    assert_eq!(plain, [DoiResolver::path_of(&paper.doi)]);
+    assert_eq!(fakes.publisher.hits("/articles/nature12373"), 1);
     let j = job(&sb, 1);
     assert_eq!(j["status"], "done", "{j}");
     let doc = Doc::of(&j);
+    assert!(under_host(&doc, "127.0.0.2"), "{}", doc.path.display());
     assert_eq!(doc.get("issued"), &json!("2013-08"), "{}", doc.dump());
     assert_eq!(doc.get("authors"), &json!(paper.author_names()));
     doc.assert_full_text_pdf();
@@ -570,6 +582,29 @@ fn a_resolver_that_refuses_csl_with_406_still_gets_the_paper() {
         "asked plainly for the landing page after the 406: {:?}",
         fakes.resolver.targets()
     );
+    assert_resolved_from_the_landing_page(&fakes, &sb, &paper, &pdf);
+}
+
+/// A resolver that does not negotiate sends the request for CSL-JSON on to the publisher,
+/// whose page refuses that `Accept` with 406 (the job died of it, as only the resolver's own
+/// 4xx went on): no metadata, so the landing page is next, asked of the resolver plainly.
+#[test]
+fn a_publisher_that_refuses_the_csl_request_with_406_still_gets_the_paper() {
+    let fakes = Fakes::start();
+    let paper = Paper::okafor("10.5555/fluvial.2023.45");
+    let (landing, pdf) = fakes.article(&paper, "fluvial-45", Csl::Ignored, PdfAnswer::Pdf);
+    fakes.publisher.script(&landing, vec![Reply::status(406)]);
+    let sb = Sandbox::new();
+    add(&sb, &["doi:10.5555/fluvial.2023.45"]);
+    fakes.run(&sb, &[]);
+    let asked: Vec<_> = fakes
+        .publisher
+        .requests()
+        .into_iter()
+        .filter(|r| r.target == landing)
+        .map(|r| r.wants_csl())
+        .collect();
+    assert_eq!(asked, [true, false], "{:?}", fakes.publisher.targets());
     assert_resolved_from_the_landing_page(&fakes, &sb, &paper, &pdf);
 }
 

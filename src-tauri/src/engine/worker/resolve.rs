@@ -58,6 +58,17 @@ pub fn csl_reference(entry: Option<&Reference>, fetched: &Fetched) -> Option<Ref
     })
 }
 
+/// Where the landing stage starts: the identifier's own first address (the DOI's resolver
+/// link) in its service's lane, wherever the csl stage ended. doi.org answers a request for
+/// CSL-JSON with a redirect to the registration agency's metadata service on another host
+/// (`api.crossref.org/v1/works/…/transform`), which has no landing page to give.
+pub fn landing(claimed: &Claimed, address: &str, services: &Services) -> (String, String) {
+    match Identifier::from_uri(&claimed.url) {
+        Some(id) => (id.first_url(services), id.service_host().to_string()),
+        None => (address.to_string(), claimed.host.clone()),
+    }
+}
+
 /// A stage redirected to another host: the same stage again, in that host's lane.
 pub fn moved(claimed: &Claimed, status: u16, to: String, policy: &Policy) -> Finish {
     let reference = claimed.reference.as_deref().cloned().unwrap_or_default();
@@ -135,18 +146,17 @@ pub fn after_failure(
     match claimed.stage {
         // The landing page stays the document.
         Some(Stage::Pdf) if fatal => Finish::Kept(failure),
-        // The resolver has no metadata to give (406, say): the landing page still is. A
-        // landing page that failed after the redirect is that page's failure.
+        // No metadata to give (406, say), from the resolver, its agency or the publisher it
+        // sent the request to: the landing page still is, asked of the resolver without the
+        // header. Only the resolver's own 404 ("no such DOI") ends the job here.
         Some(Stage::Csl)
-            if fatal
-                && failure.kind == FailureKind::ClientError
-                && !is_no_such_doi(&failure)
-                && at_resolver(&failure, policy) =>
+            if fatal && failure.kind == FailureKind::ClientError && !is_no_such_doi(&failure) =>
         {
+            let (target, host) = landing(claimed, address, &policy.services);
             Finish::Next(Box::new(Next {
                 stage: Stage::Landing,
-                target: address.to_string(),
-                host: claimed.host.clone(),
+                target,
+                host,
                 http_status: failure.http_status,
                 failure: Some(Failure {
                     message: format!(
@@ -519,6 +529,55 @@ mod tests {
             after_failure(&pdf, "x", busy, &p),
             Finish::Failure { .. }
         ));
+    }
+
+    /// A 4xx of the csl stage from whichever host (doi.org's agency on api.crossref.org, a
+    /// publisher the resolver sent the request to) goes on to the landing page at the DOI's
+    /// resolver link, in doi.org's lane; only the resolver's own 404 is "no such DOI".
+    #[test]
+    fn a_csl_refusal_from_any_host_goes_on_to_the_landing_page_at_the_resolver() {
+        let p = Policy::default();
+        let mut csl = claimed("doi:10.1038/nature12373", Some(Stage::Csl));
+        csl.host = "api.crossref.org".into();
+        let agency = "https://api.crossref.org/v1/works/10.1038%2Fnature12373/transform";
+        csl.target = Some(agency.into());
+        let refused = |status: u16, by: &str| Failure {
+            answered_by: Some(by.into()),
+            ..gone(status)
+        };
+        for failure in [
+            refused(406, agency),
+            refused(404, agency),
+            refused(406, "https://www.nature.com/articles/nature12373"),
+            refused(406, "https://doi.org/10.1038/nature12373"),
+        ] {
+            let Finish::Next(next) = after_failure(&csl, agency, failure, &p) else {
+                panic!("not on to the landing page");
+            };
+            assert_eq!(next.stage, Stage::Landing);
+            assert_eq!(next.target, "https://doi.org/10.1038/nature12373");
+            assert_eq!(next.host, "doi.org");
+        }
+        let Finish::Failure { failure, .. } = after_failure(
+            &csl,
+            agency,
+            refused(404, "https://doi.org/10.1038/nature12373"),
+            &p,
+        ) else {
+            panic!("the resolver's 404 went on");
+        };
+        assert!(
+            failure.message.starts_with("no such DOI"),
+            "{}",
+            failure.message
+        );
+        assert_eq!(
+            landing(&csl, agency, &p.services),
+            (
+                "https://doi.org/10.1038/nature12373".to_string(),
+                "doi.org".to_string()
+            )
+        );
     }
 
     #[test]
