@@ -49,6 +49,8 @@ impl Fakes {
             &self.arxiv.base(),
             "--pubmed",
             &self.pubmed.base(),
+            "--pmc",
+            &self.publisher.base(),
             "--wayback",
             &self.wayback.api_url(),
             "--base-delay",
@@ -662,6 +664,38 @@ fn a_pubmed_id_is_its_pubmed_page_without_full_text() {
     );
     doc.assert_no_pdf();
     assert!(doc.text.contains(SMITH_ABSTRACT), "{}", doc.dump());
+}
+
+/// A PMC id: its PMC article page (here on the publisher's fake, as `--pmc` says), then the
+/// PDF it names. It asked PubMed's search (`/?term=PMC…`), which names no PDF and, for an
+/// article PubMed does not index, answers "No results" as the paper.
+#[test]
+fn a_pmc_id_gets_its_pmc_article_page_and_pdf() {
+    let fakes = Fakes::start();
+    let paper = Paper::okafor("10.5555/fluvial.2023.46");
+    fakes.publisher.landing(
+        "/articles/PMC6738312/",
+        Landing::for_paper(&paper).pdf_meta("/articles/PMC6738312/pdf/paper.pdf"),
+    );
+    fakes
+        .publisher
+        .pdf("/articles/PMC6738312/pdf/paper.pdf", PdfAnswer::Pdf);
+    let sb = Sandbox::new();
+    add(&sb, &["PMCID: PMC6738312"]);
+    fakes.run(&sb, &[]);
+    assert_eq!(fakes.pubmed.total_hits(), 0, "{:?}", fakes.pubmed.targets());
+    assert_eq!(
+        fakes.publisher.targets(),
+        [
+            "/articles/PMC6738312/",
+            "/articles/PMC6738312/pdf/paper.pdf"
+        ]
+    );
+    let j = job(&sb, 1);
+    assert_eq!(j["status"], "done", "{j}");
+    let doc = Doc::of(&j);
+    assert_eq!(doc.get("pmcid"), &json!("PMC6738312"), "{}", doc.dump());
+    doc.assert_full_text_pdf();
 }
 
 /// A plain link whose page has `citation_pdf_url` (relative, as many sites write it) gets the
