@@ -1446,6 +1446,8 @@ impl PubMed {
 struct Snapshot {
     original: String,
     timestamp: String,
+    /// The status the capture recorded ("200", "404", "302").
+    status: String,
     html: String,
 }
 
@@ -1489,9 +1491,15 @@ impl Wayback {
 
     /// Archive `html` as `original`'s copy taken at `timestamp` (14 digits, UTC).
     pub fn snapshot(&self, original: &str, timestamp: &str, html: &str) {
+        self.capture(original, timestamp, "200", html);
+    }
+
+    /// A capture of `original` at `timestamp` that recorded `status` (a dead page's "404").
+    pub fn capture(&self, original: &str, timestamp: &str, status: &str, html: &str) {
         lock(&self.snapshots).push(Snapshot {
             original: original.to_string(),
             timestamp: timestamp.to_string(),
+            status: status.to_string(),
             html: html.to_string(),
         });
     }
@@ -1546,19 +1554,39 @@ fn archive_key(url: &str) -> String {
     rest.trim_end_matches('/').to_string()
 }
 
+/// A timestamp as a number, its missing digits zeros (`1996` is 19960000000000).
+fn stamp_value(timestamp: &str) -> u64 {
+    format!("{timestamp:0<14}")
+        .get(..14)
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(0)
+}
+
 fn wayback_reply(snapshots: &[Snapshot], req: &Request, base: &str) -> Reply {
-    let find = |original: &str| {
+    let captures = |original: &str| {
         let key = archive_key(original);
-        snapshots.iter().find(|s| archive_key(&s.original) == key)
+        snapshots
+            .iter()
+            .filter(move |s| archive_key(&s.original) == key)
+    };
+    // The capture at `timestamp`, else the closest.
+    let find = |original: &str, timestamp: &str| {
+        let at = stamp_value(timestamp);
+        captures(original).min_by_key(|s| stamp_value(&s.timestamp).abs_diff(at))
     };
     if req.path() == WAYBACK_API_PATH {
         let asked = req.query_param("url").unwrap_or_default();
-        let body = match find(&asked) {
+        // As the real API: the capture closest to `timestamp`, else the newest.
+        let closest = match req.query_param("timestamp") {
+            Some(t) => find(&asked, &t),
+            None => captures(&asked).max_by_key(|s| stamp_value(&s.timestamp)),
+        };
+        let body = match closest {
             Some(s) => serde_json::json!({
                 "url": asked,
                 "archived_snapshots": {
                     "closest": {
-                        "status": "200",
+                        "status": s.status,
                         "available": true,
                         "url": format!("{base}/web/{}/{}", s.timestamp, s.original),
                         "timestamp": s.timestamp,
@@ -1585,7 +1613,7 @@ fn wayback_reply(snapshots: &[Snapshot], req: &Request, base: &str) -> Reply {
             Some(t) => (t, true),
             None => (stamp, false),
         };
-        let Some(snapshot) = find(&original) else {
+        let Some(snapshot) = find(&original, timestamp) else {
             return Reply::html(
                 404,
                 "<html><head><title>Wayback Machine</title></head><body>\

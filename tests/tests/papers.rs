@@ -870,6 +870,55 @@ fn a_dead_link_without_an_archived_copy_dies_saying_so() {
     assert!(error.contains("no archived copy"), "{error}");
 }
 
+/// The availability API without a timestamp names the newest capture, and the newest of a
+/// dead page is usually its 404: the oldest is asked for next (`timestamp=19960101`, the
+/// closest to then), and its copy fetched. Before, the job died saying no copy existed. When
+/// the oldest is no 2xx either, the death says what the archive holds.
+#[test]
+fn a_dead_link_whose_newest_capture_is_its_404_gets_the_oldest() {
+    let fakes = Fakes::start();
+    let link = fakes.publisher.url("/blog/2013/moss-survey");
+    let sentence = "The survey counted forty species on the churchyard wall.";
+    let page = scholarly::archived_article("Moss survey", sentence);
+    fakes
+        .wayback
+        .capture(&link, "20230101000000", "404", "Not Found");
+    fakes.wayback.capture(&link, "20140101000000", "200", &page);
+    let never = fakes.publisher.url("/blog/2013/never-there");
+    fakes
+        .wayback
+        .capture(&never, "20230101000000", "404", "Not Found");
+    fakes
+        .wayback
+        .capture(&never, "20150101000000", "302", "Moved");
+    let sb = Sandbox::new();
+    add(&sb, &[&link, &never]);
+    fakes.run(&sb, &["--wayback-fallback", "true"]);
+    let asked: Vec<_> = fakes
+        .wayback
+        .api_requests()
+        .iter()
+        .filter(|r| r.query_param("url").as_deref() == Some(link.as_str()))
+        .map(|r| r.query_param("timestamp"))
+        .collect();
+    assert_eq!(asked, [None, Some("19960101".to_string())]);
+    let j = job(&sb, 1);
+    assert_eq!(j["status"], "done", "{j}");
+    let doc = Doc::of(&j);
+    assert_eq!(doc.get("archived_at"), &json!("2014-01-01T00:00:00Z"));
+    assert!(doc.text.contains(sentence), "{}", doc.dump());
+    let j = job(&sb, 2);
+    assert_eq!(j["status"], "dead", "{j}");
+    let error = j["error"].as_str().expect("error");
+    assert!(
+        error.contains(
+            "no usable archived copy (the Wayback Machine's newest snapshot of it is a 404, \
+             and its oldest a 302 redirect)"
+        ),
+        "{error}"
+    );
+}
+
 /// A dead link with a user name and password in it: the archive is asked about the page, not
 /// told the password, and no stored error or log line holds it either.
 #[test]
