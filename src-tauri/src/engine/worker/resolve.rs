@@ -148,9 +148,14 @@ pub fn after_failure(
         Some(Stage::Pdf) if fatal => Finish::Kept(failure),
         // No metadata to give (406, say), from the resolver, its agency or the publisher it
         // sent the request to: the landing page still is, asked of the resolver without the
-        // header. Only the resolver's own 404 ("no such DOI") ends the job here.
+        // header. The resolver's own 404 is "no such DOI"; a 404 or 410 of the page it sent
+        // the request to is that page's failure, as the landing page is gone.
         Some(Stage::Csl)
-            if fatal && failure.kind == FailureKind::ClientError && !is_no_such_doi(&failure) =>
+            if fatal
+                && failure.kind == FailureKind::ClientError
+                && !is_no_such_doi(&failure)
+                && (at_resolver(&failure, policy)
+                    || !matches!(failure.http_status, Some(404 | 410))) =>
         {
             let (target, host) = landing(claimed, address, &policy.services);
             Finish::Next(Box::new(Next {
@@ -658,7 +663,8 @@ mod tests {
 
     /// A 4xx of the csl stage from whichever host (doi.org's agency on api.crossref.org, a
     /// publisher the resolver sent the request to) goes on to the landing page at the DOI's
-    /// resolver link, in doi.org's lane; only the resolver's own 404 is "no such DOI".
+    /// resolver link, in doi.org's lane; the resolver's own 404 is "no such DOI", and another
+    /// host's 404 that page's own failure.
     #[test]
     fn a_csl_refusal_from_any_host_goes_on_to_the_landing_page_at_the_resolver() {
         let p = Policy::default();
@@ -672,8 +678,9 @@ mod tests {
         };
         for failure in [
             refused(406, agency),
-            refused(404, agency),
+            refused(400, agency),
             refused(406, "https://www.nature.com/articles/nature12373"),
+            refused(403, "https://www.nature.com/articles/nature12373"),
             refused(406, "https://doi.org/10.1038/nature12373"),
         ] {
             let Finish::Next(next) = after_failure(&csl, agency, failure, &p) else {
@@ -696,6 +703,12 @@ mod tests {
             "{}",
             failure.message
         );
+        // The page the resolver sent the request to is gone: that page's 404, not a detour.
+        let gone_page = refused(404, "https://www.nature.com/articles/nature12373");
+        let Finish::Failure { failure, .. } = after_failure(&csl, agency, gone_page, &p) else {
+            panic!("a publisher's 404 went on");
+        };
+        assert!(failure.message.starts_with("404"), "{}", failure.message);
         assert_eq!(
             landing(&csl, agency, &p.services),
             (
