@@ -299,16 +299,20 @@ fn xobject<'a>(
 }
 
 fn is_white(c: u8) -> bool {
-    b" \t\n\r\0\x0C".contains(&c)
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'\0' | b'\x0C')
 }
 
 fn is_regular(c: u8) -> bool {
-    !is_white(c) && !b"()<>[]{}/%".contains(&c)
+    !is_white(c)
+        && !matches!(
+            c,
+            b'(' | b')' | b'<' | b'>' | b'[' | b']' | b'{' | b'}' | b'/' | b'%'
+        )
 }
 
 /// What lopdf's content parser reads as an operator's letters.
 fn is_operator(c: u8) -> bool {
-    c.is_ascii_alphabetic() || b"*'\"".contains(&c)
+    c.is_ascii_alphabetic() || matches!(c, b'*' | b'\'' | b'"')
 }
 
 /// The names a content stream draws with `Do`, each with how many times, read as lopdf's

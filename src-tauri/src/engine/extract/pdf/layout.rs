@@ -274,8 +274,14 @@ fn band_shape(words: &[Word], ids: &[usize]) -> (f64, f64, f64) {
 }
 
 impl Run {
-    fn new(words: &[Word], band: usize, ids: &[usize], gutters: Vec<(f64, f64)>) -> Run {
-        let (top, bottom, size) = band_shape(words, ids);
+    fn new(
+        words: &[Word],
+        band: usize,
+        ids: &[usize],
+        shape: (f64, f64, f64),
+        gutters: Vec<(f64, f64)>,
+    ) -> Run {
+        let (top, bottom, size) = shape;
         Run {
             bands: vec![band],
             words: ids.to_vec(),
@@ -297,9 +303,10 @@ impl Run {
         words: &[Word],
         band: usize,
         ids: &[usize],
+        shape: (f64, f64, f64),
         gutters: Vec<(f64, f64)>,
     ) -> bool {
-        let (top, bottom, size) = band_shape(words, ids);
+        let (top, bottom, size) = shape;
         let step = if top >= self.bottom {
             top - self.bottom
         } else if bottom <= self.top {
@@ -448,6 +455,7 @@ fn order(words: &[Word], mut ids: Vec<usize>, depth: u8, out: &mut Vec<Line>, bl
         .iter()
         .map(|b| gaps(words, b, span, min_gutter))
         .collect();
+    let shapes: Vec<(f64, f64, f64)> = bands.iter().map(|b| band_shape(words, b)).collect();
 
     // Bands read as they come (indices), and the run of bands sharing a gutter being gathered.
     let mut single: Vec<usize> = Vec::new();
@@ -476,7 +484,7 @@ fn order(words: &[Word], mut ids: Vec<usize>, depth: u8, out: &mut Vec<Line>, bl
     for b in 0..bands.len() {
         if let Some(current) = &mut run {
             let both = intersect(&current.gutters, &band_gaps[b], min_gutter, slack);
-            if !both.is_empty() && current.add(words, b, &bands[b], both) {
+            if !both.is_empty() && current.add(words, b, &bands[b], shapes[b], both) {
                 continue;
             }
         }
@@ -496,10 +504,10 @@ fn order(words: &[Word], mut ids: Vec<usize>, depth: u8, out: &mut Vec<Line>, bl
         }
         // Bands just above that keep clear of the gutter belong to the run: a column that
         // starts lower than its neighbour.
-        let mut started = Run::new(words, b, &bands[b], common);
+        let mut started = Run::new(words, b, &bands[b], shapes[b], common);
         while let Some(&prev) = single.last() {
             let both = intersect(&started.gutters, &band_gaps[prev], min_gutter, slack);
-            if both.is_empty() || !started.add(words, prev, &bands[prev], both) {
+            if both.is_empty() || !started.add(words, prev, &bands[prev], shapes[prev], both) {
                 break;
             }
             single.pop();
