@@ -88,6 +88,9 @@ pub(super) enum Refused {
     Cycle,
     /// Forms drawn inside forms more than [`FORM_DEPTH`] deep.
     TooDeep,
+    /// The page tree pdf-extract climbs for the page's resources or media box loops, or is
+    /// deeper than [`TREE_DEPTH`].
+    PageTree,
 }
 
 impl Refused {
@@ -101,6 +104,7 @@ impl Refused {
             Refused::TooHeld => "nests forms holding more than 8 MiB of content at once",
             Refused::Cycle => "draws a form that draws itself",
             Refused::TooDeep => "nests forms inside forms more than 8 deep",
+            Refused::PageTree => "sits in a page tree that loops or is nested too deep",
         }
     }
 }
@@ -162,8 +166,11 @@ impl Budget {
                 return PageCost::Refused(Refused::TooBig);
             }
         }
+        let resources = match page_resources(pdf, page) {
+            Ok(resources) => resources,
+            Err(why) => return PageCost::Refused(why),
+        };
         let draws = draws(&content);
-        let resources = page_resources(pdf, page);
         let mut path = Vec::new();
         match self.below(pdf, content.len() as u64, &draws, resources, &mut path) {
             Ok(drawn) => {
@@ -264,22 +271,54 @@ impl Budget {
     }
 }
 
-/// The page's resources as pdf-extract takes them: its own `/Resources`, else the nearest
-/// ancestor's in the page tree (not merged).
-fn page_resources(pdf: &Document, page: ObjectId) -> Option<Resources<'_>> {
+/// How deep a page may sit in the page tree below the node it inherits from.
+const TREE_DEPTH: usize = 64;
+
+/// A key as pdf-extract inherits it (`get_inherited`): the page's own value if it is of the
+/// right kind (`is`), else its parent's, and so on up. pdf-extract walks up without a bound,
+/// so a tree whose parents loop, or one deeper than the stack, overflowed the stack when no
+/// node had the key (a page whose `/Parent` was itself): that is `Err`. `Ok(None)` when the
+/// walk ends without it.
+fn inherited<'a>(
+    pdf: &'a Document,
+    page: ObjectId,
+    key: &[u8],
+    is: impl Fn(&Object) -> bool,
+) -> Result<Option<(ObjectId, &'a Object)>, Refused> {
+    let Ok(mut node) = pdf.get_dictionary(page) else {
+        return Ok(None);
+    };
     let mut node_id = page;
-    let mut node = pdf.get_dictionary(page).ok()?;
-    // A page tree whose parents loop is cut short, as lopdf bounds its own walk.
-    for _ in 0..64 {
-        if let Ok(value) = node.get(b"Resources") {
-            let (rid, dict) = pdf.dereference(value).ok()?;
-            return Some((rid.unwrap_or(node_id), dict.as_dict().ok()?));
+    let mut seen = vec![page];
+    loop {
+        if let Ok(value) = node.get(key)
+            && let Ok((id, object)) = pdf.dereference(value)
+            && is(object)
+        {
+            return Ok(Some((id.unwrap_or(node_id), object)));
         }
-        let parent = node.get(b"Parent").ok()?.as_reference().ok()?;
-        node = pdf.get_dictionary(parent).ok()?;
+        let Some(parent) = node.get(b"Parent").ok().and_then(|p| p.as_reference().ok()) else {
+            return Ok(None);
+        };
+        if seen.contains(&parent) || seen.len() > TREE_DEPTH {
+            return Err(Refused::PageTree);
+        }
+        seen.push(parent);
+        let Ok(parent_node) = pdf.get_dictionary(parent) else {
+            return Ok(None);
+        };
+        node = parent_node;
         node_id = parent;
     }
-    None
+}
+
+/// The page's resources as pdf-extract takes them: its own `/Resources`, else the nearest
+/// ancestor's in the page tree (not merged); `Err` for a tree pdf-extract would not get out
+/// of, looking for them or for the media box.
+fn page_resources(pdf: &Document, page: ObjectId) -> Result<Option<Resources<'_>>, Refused> {
+    inherited(pdf, page, b"MediaBox", |o| o.as_array().is_ok())?;
+    let found = inherited(pdf, page, b"Resources", |o| o.as_dict().is_ok())?;
+    Ok(found.and_then(|(id, o)| Some((id, o.as_dict().ok()?))))
 }
 
 /// The XObject `name` in `resources`, with its object id.

@@ -879,6 +879,36 @@ mod tests {
         );
     }
 
+    /// A page without resources or a media box whose `/Parent` is itself: pdf-extract looks
+    /// them up the page tree without end.
+    #[test]
+    fn a_page_tree_that_loops_is_refused() {
+        use pdf_extract::{Dictionary, Object, Stream};
+        let mut doc = pdf_extract::Document::with_version("1.5");
+        let pages_id = doc.new_object_id();
+        let page_id = doc.new_object_id();
+        let content_id = doc.add_object(Stream::new(Dictionary::new(), WORDS.as_bytes().to_vec()));
+        let mut page = Dictionary::new();
+        page.set("Type", Object::Name(b"Page".to_vec()));
+        page.set("Parent", Object::Reference(page_id));
+        page.set("Contents", Object::Reference(content_id));
+        doc.objects.insert(page_id, page.into());
+        let mut pages = Dictionary::new();
+        pages.set("Type", Object::Name(b"Pages".to_vec()));
+        pages.set("Kids", vec![Object::Reference(page_id)]);
+        pages.set("Count", 1);
+        doc.objects.insert(pages_id, pages.into());
+        let mut catalog = Dictionary::new();
+        catalog.set("Type", Object::Name(b"Catalog".to_vec()));
+        catalog.set("Pages", Object::Reference(pages_id));
+        let catalog_id = doc.add_object(catalog);
+        doc.trailer.set("Root", catalog_id);
+        let mut pdf = Vec::new();
+        doc.save_to(&mut pdf).expect("the PDF is written");
+        let e = refused(pdf);
+        assert!(e.contains("page tree"), "{e}");
+    }
+
     /// Fuzz-style: small documents whose forms draw one another at random, with and without
     /// resources of their own, names spelled every way lopdf reads them. None may take the
     /// process down; each is read or refused.
