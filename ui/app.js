@@ -883,6 +883,7 @@ $('open-settings').addEventListener('click', async () => {
     $('s-doi').value = s.doi_resolver;
     $('s-arxiv').value = s.arxiv;
     $('s-pubmed').value = s.pubmed;
+    $('s-pmc').value = s.pmc;
     $('s-wayback').value = s.wayback;
     $('s-wayback-fallback').checked = Boolean(s.wayback_fallback);
     $('s-database').value = s.database ?? '';
@@ -909,6 +910,7 @@ $('settings-save').addEventListener('click', async () => {
     doi_resolver: $('s-doi').value.trim(),
     arxiv: $('s-arxiv').value.trim(),
     pubmed: $('s-pubmed').value.trim(),
+    pmc: $('s-pmc').value.trim(),
     wayback: $('s-wayback').value.trim(),
     wayback_fallback: $('s-wayback-fallback').checked,
     database: $('s-database').value.trim(),

@@ -11,6 +11,7 @@
 //! | --- | --- | --- |
 //! | [`DoiResolver`] | `GET /{doi}` with `Accept: application/vnd.citationstyles.csl+json` | 200, the CSL-JSON item (see [`Csl`] for resolvers that do not negotiate) |
 //! | | `GET /{doi}` otherwise | 302 to the landing page |
+//! | its agency (127.0.0.3) | `GET /v1/works/{doi}/transform` | the CSL-JSON item if asked for it, else 406 |
 //! | | an unknown DOI | 404, with or without the header |
 //! | [`Publisher`] | a landing path | HTML with `citation_*` meta and a visible abstract |
 //! | | a PDF path | the PDF, a 403, a login page served with 200, ... ([`PdfAnswer`]) |
@@ -749,8 +750,10 @@ impl Paper {
 pub enum Csl {
     /// 200, `Content-Type: application/vnd.citationstyles.csl+json`, this item.
     Item(serde_json::Value),
-    /// As doi.org really does: a 302 to the registration agency's metadata service (here
-    /// `/crossref/{doi}/transform` on the same fake), which answers with this item.
+    /// As doi.org really does: a 302 to the registration agency's metadata service on another
+    /// host (here `/v1/works/{doi}/transform` on the resolver's agency, a server of its own on
+    /// 127.0.0.3, as api.crossref.org is to doi.org), which answers with this item when asked
+    /// for CSL-JSON and 406 otherwise.
     ViaAgency(serde_json::Value),
     /// The resolver does not negotiate: 302 to the landing page, header or not.
     Ignored,
@@ -765,9 +768,12 @@ struct Registration {
 }
 
 /// The DOI resolver (doi.org). `GET /{doi}`: CSL-JSON when asked for it by `Accept`, else a 302
-/// to the landing page; 404 for a DOI it does not know, with or without the header.
+/// to the landing page; 404 for a DOI it does not know, with or without the header. Its
+/// registration agency's metadata service ([`Csl::ViaAgency`]) is a second server, on another
+/// address ([`DoiResolver::agency`]).
 pub struct DoiResolver {
     http: Http,
+    agency: Http,
     dois: Arc<Mutex<HashMap<String, Registration>>>,
 }
 
@@ -790,11 +796,25 @@ impl DoiResolver {
         Self::start_on("127.0.0.1")
     }
 
+    /// On `ip`, with its agency on 127.0.0.3.
     pub fn start_on(ip: &str) -> DoiResolver {
         let dois: Arc<Mutex<HashMap<String, Registration>>> = Arc::default();
         let table = Arc::clone(&dois);
-        let http = Http::start(ip, move |req, _base| resolve(&lock(&table), req));
-        DoiResolver { http, dois }
+        let agency = Http::start("127.0.0.3", move |req, _base| {
+            agency_reply(&lock(&table), req)
+        });
+        let table = Arc::clone(&dois);
+        let agency_base = agency.base();
+        let http = Http::start(ip, move |req, _base| {
+            resolve(&lock(&table), req, &agency_base)
+        });
+        DoiResolver { http, agency, dois }
+    }
+
+    /// The registration agency's metadata service (api.crossref.org), where
+    /// [`Csl::ViaAgency`] redirects a request for CSL-JSON.
+    pub fn agency(&self) -> &Http {
+        &self.agency
     }
 
     /// Register `doi` (matched without regard to case, as DOIs are) with its landing page and
@@ -814,9 +834,10 @@ impl DoiResolver {
         format!("/{doi}")
     }
 
-    /// The path of the agency's metadata service for `doi` ([`Csl::ViaAgency`]).
+    /// The path of the agency's metadata service for `doi` ([`Csl::ViaAgency`]), on
+    /// [`DoiResolver::agency`].
     pub fn agency_path_of(doi: &str) -> String {
-        format!("/crossref/{doi}/transform")
+        format!("/v1/works/{doi}/transform")
     }
 }
 
@@ -832,24 +853,30 @@ fn doi_not_found(doi: &str) -> Reply {
     )
 }
 
-fn resolve(dois: &HashMap<String, Registration>, req: &Request) -> Reply {
+/// The agency's metadata service: the item for a request for CSL-JSON, 406 for any other.
+fn agency_reply(dois: &HashMap<String, Registration>, req: &Request) -> Reply {
     let path = path_decode(req.path());
-    if let Some(doi) = path
-        .strip_prefix("/crossref/")
+    let Some(doi) = path
+        .strip_prefix("/v1/works/")
         .and_then(|p| p.strip_suffix("/transform"))
-    {
-        return match dois.get(&doi.to_ascii_lowercase()) {
-            Some(Registration {
-                csl: Csl::ViaAgency(item),
-                ..
-            }) if req.wants_csl() => Reply::json(200, CSL_JSON, item),
-            Some(Registration {
-                csl: Csl::ViaAgency(_),
-                ..
-            }) => Reply::status(406),
-            _ => Reply::status(404),
-        };
+    else {
+        return Reply::status(404);
+    };
+    match dois.get(&doi.to_ascii_lowercase()) {
+        Some(Registration {
+            csl: Csl::ViaAgency(item),
+            ..
+        }) if req.wants_csl() => Reply::json(200, CSL_JSON, item),
+        Some(Registration {
+            csl: Csl::ViaAgency(_),
+            ..
+        }) => Reply::status(406),
+        _ => Reply::status(404),
     }
+}
+
+fn resolve(dois: &HashMap<String, Registration>, req: &Request, agency: &str) -> Reply {
+    let path = path_decode(req.path());
     let doi = path.trim_start_matches('/');
     let Some(reg) = dois.get(&doi.to_ascii_lowercase()) else {
         return doi_not_found(doi);
@@ -859,7 +886,10 @@ fn resolve(dois: &HashMap<String, Registration>, req: &Request) -> Reply {
     }
     match &reg.csl {
         Csl::Item(item) => Reply::json(200, CSL_JSON, item),
-        Csl::ViaAgency(_) => Reply::redirect_with(302, &DoiResolver::agency_path_of(doi)),
+        Csl::ViaAgency(_) => Reply::redirect_with(
+            302,
+            &format!("{agency}{}", DoiResolver::agency_path_of(doi)),
+        ),
         Csl::Ignored => Reply::redirect(&reg.landing),
         Csl::NotAcceptable => Reply::status(406),
     }
@@ -1416,6 +1446,8 @@ impl PubMed {
 struct Snapshot {
     original: String,
     timestamp: String,
+    /// The status the capture recorded ("200", "404", "302").
+    status: String,
     html: String,
 }
 
@@ -1459,9 +1491,15 @@ impl Wayback {
 
     /// Archive `html` as `original`'s copy taken at `timestamp` (14 digits, UTC).
     pub fn snapshot(&self, original: &str, timestamp: &str, html: &str) {
+        self.capture(original, timestamp, "200", html);
+    }
+
+    /// A capture of `original` at `timestamp` that recorded `status` (a dead page's "404").
+    pub fn capture(&self, original: &str, timestamp: &str, status: &str, html: &str) {
         lock(&self.snapshots).push(Snapshot {
             original: original.to_string(),
             timestamp: timestamp.to_string(),
+            status: status.to_string(),
             html: html.to_string(),
         });
     }
@@ -1516,19 +1554,39 @@ fn archive_key(url: &str) -> String {
     rest.trim_end_matches('/').to_string()
 }
 
+/// A timestamp as a number, its missing digits zeros (`1996` is 19960000000000).
+fn stamp_value(timestamp: &str) -> u64 {
+    format!("{timestamp:0<14}")
+        .get(..14)
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(0)
+}
+
 fn wayback_reply(snapshots: &[Snapshot], req: &Request, base: &str) -> Reply {
-    let find = |original: &str| {
+    let captures = |original: &str| {
         let key = archive_key(original);
-        snapshots.iter().find(|s| archive_key(&s.original) == key)
+        snapshots
+            .iter()
+            .filter(move |s| archive_key(&s.original) == key)
+    };
+    // The capture at `timestamp`, else the closest.
+    let find = |original: &str, timestamp: &str| {
+        let at = stamp_value(timestamp);
+        captures(original).min_by_key(|s| stamp_value(&s.timestamp).abs_diff(at))
     };
     if req.path() == WAYBACK_API_PATH {
         let asked = req.query_param("url").unwrap_or_default();
-        let body = match find(&asked) {
+        // As the real API: the capture closest to `timestamp`, else the newest.
+        let closest = match req.query_param("timestamp") {
+            Some(t) => find(&asked, &t),
+            None => captures(&asked).max_by_key(|s| stamp_value(&s.timestamp)),
+        };
+        let body = match closest {
             Some(s) => serde_json::json!({
                 "url": asked,
                 "archived_snapshots": {
                     "closest": {
-                        "status": "200",
+                        "status": s.status,
                         "available": true,
                         "url": format!("{base}/web/{}/{}", s.timestamp, s.original),
                         "timestamp": s.timestamp,
@@ -1555,7 +1613,7 @@ fn wayback_reply(snapshots: &[Snapshot], req: &Request, base: &str) -> Reply {
             Some(t) => (t, true),
             None => (stamp, false),
         };
-        let Some(snapshot) = find(&original) else {
+        let Some(snapshot) = find(&original, timestamp) else {
             return Reply::html(
                 404,
                 "<html><head><title>Wayback Machine</title></head><body>\
@@ -1729,13 +1787,16 @@ mod tests {
         assert_eq!(get(&resolver, "/10.1/a", Some(CSL_JSON)).status, 302);
         assert_eq!(get(&resolver, "/10.1/b", Some(CSL_JSON)).status, 406);
         let via = get(&resolver, "/10.1/c", Some(CSL_JSON));
+        let agency = resolver.agency();
+        assert_eq!(agency.addr().ip().to_string(), "127.0.0.3");
         assert_eq!(
-            via.header("location").as_deref(),
-            Some("/crossref/10.1/c/transform")
+            via.header("location"),
+            Some(agency.url("/v1/works/10.1/c/transform"))
         );
-        let item = get(&resolver, "/crossref/10.1/c/transform", Some(CSL_JSON));
+        let item = get(agency, "/v1/works/10.1/c/transform", Some(CSL_JSON));
         assert_eq!(item.status, 200);
         assert!(item.text().contains("10.1/c"));
+        assert_eq!(get(agency, "/v1/works/10.1/c/transform", None).status, 406);
     }
 
     #[test]

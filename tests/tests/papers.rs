@@ -49,6 +49,8 @@ impl Fakes {
             &self.arxiv.base(),
             "--pubmed",
             &self.pubmed.base(),
+            "--pmc",
+            &self.publisher.base(),
             "--wayback",
             &self.wayback.api_url(),
             "--base-delay",
@@ -374,8 +376,10 @@ fn a_doi_is_resolved_to_its_metadata_landing_page_and_pdf() {
 }
 
 /// As doi.org really answers content negotiation: a redirect to the registration agency's
-/// metadata service, which answers with the CSL item. The `Accept` header goes along, and a
-/// partial date (year and month) is kept as `YYYY-MM`.
+/// metadata service on another host (api.crossref.org), which answers with the CSL item. The
+/// `Accept` header goes along, and a partial date (year and month) is kept as `YYYY-MM`. The
+/// landing page is then asked of the DOI's resolver, not of the agency (which answers a plain
+/// request with 406: the job died of it).
 #[test]
 fn csl_metadata_through_the_registration_agencys_redirect() {
     let fakes = Fakes::start();
@@ -390,14 +394,24 @@ fn csl_metadata_through_the_registration_agencys_redirect() {
     let sb = Sandbox::new();
     add(&sb, &["doi:10.1038/nature12373"]);
     fakes.run(&sb, &[]);
-    let agency = fakes
+    let agency = fakes.resolver.agency();
+    assert_eq!(agency.total_hits(), 1, "{:?}", agency.targets());
+    let asked = &agency.requests()[0];
+    assert_eq!(asked.target, DoiResolver::agency_path_of(&paper.doi));
+    assert!(asked.wants_csl(), "Accept: {}", asked.accept());
+    let plain: Vec<_> = fakes
         .resolver
-        .requests_to(&DoiResolver::agency_path_of(&paper.doi));
-    assert_eq!(agency.len(), 1, "{:?}", fakes.resolver.targets());
-    assert!(agency[0].wants_csl(), "Accept: {}", agency[0].accept());
+        .requests()
+        .into_iter()
+        .filter(|r| !r.wants_csl())
+        .map(|r| r.target)
+        .collect();
+    assert_eq!(plain, [DoiResolver::path_of(&paper.doi)]);
+    assert_eq!(fakes.publisher.hits("/articles/nature12373"), 1);
     let j = job(&sb, 1);
     assert_eq!(j["status"], "done", "{j}");
     let doc = Doc::of(&j);
+    assert!(under_host(&doc, "127.0.0.2"), "{}", doc.path.display());
     assert_eq!(doc.get("issued"), &json!("2013-08"), "{}", doc.dump());
     assert_eq!(doc.get("authors"), &json!(paper.author_names()));
     doc.assert_full_text_pdf();
@@ -573,6 +587,29 @@ fn a_resolver_that_refuses_csl_with_406_still_gets_the_paper() {
     assert_resolved_from_the_landing_page(&fakes, &sb, &paper, &pdf);
 }
 
+/// A resolver that does not negotiate sends the request for CSL-JSON on to the publisher,
+/// whose page refuses that `Accept` with 406 (the job died of it, as only the resolver's own
+/// 4xx went on): no metadata, so the landing page is next, asked of the resolver plainly.
+#[test]
+fn a_publisher_that_refuses_the_csl_request_with_406_still_gets_the_paper() {
+    let fakes = Fakes::start();
+    let paper = Paper::okafor("10.5555/fluvial.2023.45");
+    let (landing, pdf) = fakes.article(&paper, "fluvial-45", Csl::Ignored, PdfAnswer::Pdf);
+    fakes.publisher.script(&landing, vec![Reply::status(406)]);
+    let sb = Sandbox::new();
+    add(&sb, &["doi:10.5555/fluvial.2023.45"]);
+    fakes.run(&sb, &[]);
+    let asked: Vec<_> = fakes
+        .publisher
+        .requests()
+        .into_iter()
+        .filter(|r| r.target == landing)
+        .map(|r| r.wants_csl())
+        .collect();
+    assert_eq!(asked, [true, false], "{:?}", fakes.publisher.targets());
+    assert_resolved_from_the_landing_page(&fakes, &sb, &paper, &pdf);
+}
+
 /// An arXiv id: the abs page, then the PDF its `citation_pdf_url` names. The document is the
 /// PDF's text with the abs page's metadata, `arxiv:` its id.
 #[test]
@@ -627,6 +664,38 @@ fn a_pubmed_id_is_its_pubmed_page_without_full_text() {
     );
     doc.assert_no_pdf();
     assert!(doc.text.contains(SMITH_ABSTRACT), "{}", doc.dump());
+}
+
+/// A PMC id: its PMC article page (here on the publisher's fake, as `--pmc` says), then the
+/// PDF it names. It asked PubMed's search (`/?term=PMC…`), which names no PDF and, for an
+/// article PubMed does not index, answers "No results" as the paper.
+#[test]
+fn a_pmc_id_gets_its_pmc_article_page_and_pdf() {
+    let fakes = Fakes::start();
+    let paper = Paper::okafor("10.5555/fluvial.2023.46");
+    fakes.publisher.landing(
+        "/articles/PMC6738312/",
+        Landing::for_paper(&paper).pdf_meta("/articles/PMC6738312/pdf/paper.pdf"),
+    );
+    fakes
+        .publisher
+        .pdf("/articles/PMC6738312/pdf/paper.pdf", PdfAnswer::Pdf);
+    let sb = Sandbox::new();
+    add(&sb, &["PMCID: PMC6738312"]);
+    fakes.run(&sb, &[]);
+    assert_eq!(fakes.pubmed.total_hits(), 0, "{:?}", fakes.pubmed.targets());
+    assert_eq!(
+        fakes.publisher.targets(),
+        [
+            "/articles/PMC6738312/",
+            "/articles/PMC6738312/pdf/paper.pdf"
+        ]
+    );
+    let j = job(&sb, 1);
+    assert_eq!(j["status"], "done", "{j}");
+    let doc = Doc::of(&j);
+    assert_eq!(doc.get("pmcid"), &json!("PMC6738312"), "{}", doc.dump());
+    doc.assert_full_text_pdf();
 }
 
 /// A plain link whose page has `citation_pdf_url` (relative, as many sites write it) gets the
@@ -799,6 +868,55 @@ fn a_dead_link_without_an_archived_copy_dies_saying_so() {
     let error = j["error"].as_str().expect("error");
     assert!(error.contains("404 Not Found"), "{error}");
     assert!(error.contains("no archived copy"), "{error}");
+}
+
+/// The availability API without a timestamp names the newest capture, and the newest of a
+/// dead page is usually its 404: the oldest is asked for next (`timestamp=19960101`, the
+/// closest to then), and its copy fetched. Before, the job died saying no copy existed. When
+/// the oldest is no 2xx either, the death says what the archive holds.
+#[test]
+fn a_dead_link_whose_newest_capture_is_its_404_gets_the_oldest() {
+    let fakes = Fakes::start();
+    let link = fakes.publisher.url("/blog/2013/moss-survey");
+    let sentence = "The survey counted forty species on the churchyard wall.";
+    let page = scholarly::archived_article("Moss survey", sentence);
+    fakes
+        .wayback
+        .capture(&link, "20230101000000", "404", "Not Found");
+    fakes.wayback.capture(&link, "20140101000000", "200", &page);
+    let never = fakes.publisher.url("/blog/2013/never-there");
+    fakes
+        .wayback
+        .capture(&never, "20230101000000", "404", "Not Found");
+    fakes
+        .wayback
+        .capture(&never, "20150101000000", "302", "Moved");
+    let sb = Sandbox::new();
+    add(&sb, &[&link, &never]);
+    fakes.run(&sb, &["--wayback-fallback", "true"]);
+    let asked: Vec<_> = fakes
+        .wayback
+        .api_requests()
+        .iter()
+        .filter(|r| r.query_param("url").as_deref() == Some(link.as_str()))
+        .map(|r| r.query_param("timestamp"))
+        .collect();
+    assert_eq!(asked, [None, Some("19960101".to_string())]);
+    let j = job(&sb, 1);
+    assert_eq!(j["status"], "done", "{j}");
+    let doc = Doc::of(&j);
+    assert_eq!(doc.get("archived_at"), &json!("2014-01-01T00:00:00Z"));
+    assert!(doc.text.contains(sentence), "{}", doc.dump());
+    let j = job(&sb, 2);
+    assert_eq!(j["status"], "dead", "{j}");
+    let error = j["error"].as_str().expect("error");
+    assert!(
+        error.contains(
+            "no usable archived copy (the Wayback Machine's newest snapshot of it is a 404, \
+             and its oldest a 302 redirect)"
+        ),
+        "{error}"
+    );
 }
 
 /// A dead link with a user name and password in it: the archive is asked about the page, not

@@ -113,6 +113,9 @@ pub struct PolicyFlags {
     /// Where PubMed ids are looked up (default https://pubmed.ncbi.nlm.nih.gov).
     #[arg(long, global = true, value_name = "URL")]
     pub pubmed: Option<String>,
+    /// Where PMC ids' articles are (default https://pmc.ncbi.nlm.nih.gov).
+    #[arg(long, global = true, value_name = "URL")]
+    pub pmc: Option<String>,
     /// The Wayback Machine's availability API (default https://archive.org/wayback/available).
     #[arg(long, global = true, value_name = "URL")]
     pub wayback: Option<String>,
@@ -444,6 +447,7 @@ impl PolicyFlags {
             (&self.doi_resolver, &mut p.services.doi_resolver),
             (&self.arxiv, &mut p.services.arxiv),
             (&self.pubmed, &mut p.services.pubmed),
+            (&self.pmc, &mut p.services.pmc),
             (&self.wayback, &mut p.services.wayback),
         ] {
             if let Some(v) = flag {

@@ -587,6 +587,9 @@ pub struct Settings {
     pub doi_resolver: String,
     pub arxiv: String,
     pub pubmed: String,
+    /// Settings saved by a window before PMC had a field of its own lack it.
+    #[serde(default = "default_pmc")]
+    pub pmc: String,
     pub wayback: String,
     /// A gone link asks the Wayback Machine for an archived copy.
     pub wayback_fallback: bool,
@@ -594,6 +597,10 @@ pub struct Settings {
     /// masked); empty for the data folder's own queue.
     #[serde(default)]
     pub database: String,
+}
+
+fn default_pmc() -> String {
+    Services::default().pmc
 }
 
 impl Settings {
@@ -617,6 +624,7 @@ impl Settings {
             doi_resolver: p.services.doi_resolver.clone(),
             arxiv: p.services.arxiv.clone(),
             pubmed: p.services.pubmed.clone(),
+            pmc: p.services.pmc.clone(),
             wayback: p.services.wayback.clone(),
             wayback_fallback: p.wayback_fallback,
             database: String::new(),
@@ -659,6 +667,7 @@ impl Settings {
             ("DOI resolver", &self.doi_resolver),
             ("arXiv", &self.arxiv),
             ("PubMed", &self.pubmed),
+            ("PubMed Central", &self.pmc),
             ("Wayback Machine", &self.wayback),
         ] {
             if !policy::is_web_address(value.trim()) {
@@ -670,6 +679,7 @@ impl Settings {
             doi_resolver: trimmed(&self.doi_resolver),
             arxiv: trimmed(&self.arxiv),
             pubmed: trimmed(&self.pubmed),
+            pmc: trimmed(&self.pmc),
             wayback: trimmed(&self.wayback),
         })
     }

@@ -193,11 +193,26 @@ pub fn resolver_metadata(body: &[u8]) -> Option<(Entry, Option<String>)> {
         .and_then(Value::as_str)
         .map(without_tags)
         .filter(|a| !a.is_empty());
-    Some((entry_of(&item), abstract_text))
+    // Crossref's titles are JATS and HTML: `<scp>`, `<mml:math>`, `&amp;` and any other tag
+    // or entity, which a file's rich-text rule kept.
+    let html = |key: &str| {
+        item.get(key)
+            .and_then(Value::as_str)
+            .map(|t| markup_text(t, ""))
+            .filter(|t| !t.is_empty())
+    };
+    let entry = Entry {
+        title: html("title"),
+        container_title: html("container-title"),
+        ..entry_of(&item)
+    };
+    Some((entry, abstract_text))
 }
 
 /// Text without any markup: Crossref's abstracts are JATS (`<jats:p>…</jats:p>`), often
 /// headed by a `<jats:title>Abstract</jats:title>` that says what the field already says.
+/// A tag parts words; a `<` or `>` that starts no tag (DataCite's plain-text abstracts:
+/// "n < 50") is text.
 fn without_tags(text: &str) -> String {
     let trimmed = text.trim_start();
     let text = match (
@@ -207,19 +222,48 @@ fn without_tags(text: &str) -> String {
         (true, Some(end)) => &trimmed[end + "</jats:title>".len()..],
         _ => text,
     };
-    let mut out = String::with_capacity(text.len());
-    let mut in_tag = false;
-    for c in text.chars() {
-        match c {
-            '<' => {
-                in_tag = true;
-                out.push(' ');
+    markup_text(text, " ")
+}
+
+/// The text of markup as HTML reads it: any tag (`<jats:p>`, `<scp>`, `<mml:math>`) left
+/// out, `between_tags` in its place, entities decoded (`&amp;`, `&#x2013;`), a `<` that
+/// starts no tag kept as text, whitespace collapsed.
+fn markup_text(text: &str, between_tags: &'static str) -> String {
+    use html5ever::tendril::StrTendril;
+    use html5ever::tokenizer::{
+        BufferQueue, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts,
+    };
+    use std::cell::RefCell;
+
+    struct Sink {
+        out: RefCell<String>,
+        between_tags: &'static str,
+    }
+    impl TokenSink for Sink {
+        type Handle = ();
+        fn process_token(&self, token: Token, _line: u64) -> TokenSinkResult<()> {
+            match token {
+                Token::CharacterTokens(t) => self.out.borrow_mut().push_str(&t),
+                Token::TagToken(_) => self.out.borrow_mut().push_str(self.between_tags),
+                _ => {}
             }
-            '>' if in_tag => in_tag = false,
-            c if !in_tag => out.push(c),
-            _ => {}
+            TokenSinkResult::Continue
         }
     }
+
+    if !text.contains(['<', '&']) {
+        return text.split_whitespace().collect::<Vec<_>>().join(" ");
+    }
+    let sink = Sink {
+        out: RefCell::new(String::with_capacity(text.len())),
+        between_tags,
+    };
+    let tokenizer = Tokenizer::new(sink, TokenizerOpts::default());
+    let queue = BufferQueue::default();
+    queue.push_back(StrTendril::from(text));
+    let _ = tokenizer.feed(&queue);
+    tokenizer.end();
+    let out = tokenizer.sink.out.borrow();
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
@@ -272,7 +316,8 @@ fn as_text(value: &Value) -> Option<String> {
 }
 
 /// CSL's rich text without its markup (`<i>`, `<b>`, `<sup>`, `<sub>`, `<span …>`), whitespace
-/// collapsed.
+/// collapsed. A file's other `<…>` is text (a resolver's answer is read as HTML instead:
+/// [`resolver_metadata`]).
 fn plain(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -300,11 +345,12 @@ fn plain(text: &str) -> String {
 }
 
 /// A CSL name as "Family, Given": its particles go with the family (`van Beethoven`) or the
-/// given names, its suffix after them; a `literal` name as it is.
+/// given names, its suffix after them; a `literal` name as it is, and so Crossref's `name`
+/// of an organisation (`{"name": "GTEx Consortium"}`, which was dropped).
 fn person(name: &Value) -> Option<String> {
     let name = name.as_object()?;
     let part = |key: &str| name.get(key).and_then(as_text);
-    if let Some(literal) = part("literal") {
+    if let Some(literal) = part("literal").or_else(|| part("name")) {
         return Some(literal);
     }
     let family = [part("non-dropping-particle"), part("family")]
@@ -645,6 +691,31 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// What Crossref and DataCite really send: organisation authors as `name`, titles with
+    /// JATS, MathML and entities, a plain-text abstract with `<` and `>` in its prose.
+    #[test]
+    fn a_resolvers_names_titles_and_abstracts_are_read_as_it_writes_them() {
+        let body = r#"{"DOI": "10.1126/science.aaz1776",
+            "title": "The <scp>GTEx</scp> Consortium atlas of <mml:math xmlns:mml=\"http://www.w3.org/1998/Math/MathML\"><mml:mi>cis</mml:mi></mml:math>-QTLs &amp; tissues",
+            "container-title": "Science &amp; Society",
+            "author": [{"name": "GTEx Consortium"}, {"family": "Aguet", "given": "François"}],
+            "abstract": "We sampled n < 50 sites where the ratio > 2 and &lt;jats:p&gt; stays text."}"#;
+        let (entry, abstract_text) = resolver_metadata(body.as_bytes()).expect("an item");
+        assert_eq!(
+            entry.title.as_deref(),
+            Some("The GTEx Consortium atlas of cis-QTLs & tissues")
+        );
+        assert_eq!(entry.container_title.as_deref(), Some("Science & Society"));
+        assert_eq!(entry.authors, ["GTEx Consortium", "Aguet, François"]);
+        assert_eq!(
+            abstract_text.as_deref(),
+            Some("We sampled n < 50 sites where the ratio > 2 and <jats:p> stays text.")
+        );
+        let jats = br#"{"abstract": "<jats:title>Abstract</jats:title><jats:p>Heat&#x2013;shock at 10<jats:sup>3</jats:sup> K.</jats:p>"}"#;
+        let (_, abstract_text) = resolver_metadata(jats).expect("an item");
+        assert_eq!(abstract_text.as_deref(), Some("Heat–shock at 10 3 K."));
     }
 
     #[test]

@@ -64,20 +64,22 @@ impl Identifier {
         match self {
             Identifier::Doi(_) => "doi.org",
             Identifier::Arxiv(_) => "arxiv.org",
-            Identifier::Pmid(_) | Identifier::Pmcid(_) => "pubmed.ncbi.nlm.nih.gov",
+            Identifier::Pmid(_) => "pubmed.ncbi.nlm.nih.gov",
+            Identifier::Pmcid(_) => "pmc.ncbi.nlm.nih.gov",
         }
     }
 
     /// The first address a job for it fetches, at the configured services: the DOI's
     /// resolver link (which redirects to the landing page), the arXiv abstract page, the
-    /// PubMed page.
+    /// PubMed page, the PMC article page (which names its PDF; PubMed's search for a PMC id
+    /// names none, and finds nothing for an article PubMed does not index).
     pub fn first_url(&self, services: &Services) -> String {
         let base = |s: &str| s.trim_end_matches('/').to_string();
         match self {
             Identifier::Doi(d) => format!("{}/{}", base(&services.doi_resolver), doi_path(d)),
             Identifier::Arxiv(a) => format!("{}/abs/{a}", base(&services.arxiv)),
             Identifier::Pmid(p) => format!("{}/{p}/", base(&services.pubmed)),
-            Identifier::Pmcid(p) => format!("{}/?term={p}", base(&services.pubmed)),
+            Identifier::Pmcid(p) => format!("{}/articles/{p}/", base(&services.pmc)),
         }
     }
 
@@ -737,6 +739,44 @@ mod tests {
         assert_eq!(link("https://arxiv.org/list/cs.CL/recent"), None);
         assert_eq!(link("https://doi.org/"), None);
         assert_eq!(link("https://pubmed.ncbi.nlm.nih.gov/?term=cancer"), None);
+    }
+
+    /// A PMC id starts at its PMC article page, in PMC's lane: PubMed's search for it
+    /// (`?term=PMC…`, its first address before) names no PDF, and finds nothing for an
+    /// article PubMed does not index, whose "No results" page became the paper.
+    #[test]
+    fn each_identifier_starts_at_its_services_page() {
+        let services = Services::default();
+        let first = |uri: &str| {
+            let id = Identifier::from_uri(uri).expect("an identifier");
+            (id.first_url(&services), id.service_host())
+        };
+        assert_eq!(
+            first("pmcid:PMC6738312"),
+            (
+                "https://pmc.ncbi.nlm.nih.gov/articles/PMC6738312/".into(),
+                "pmc.ncbi.nlm.nih.gov"
+            )
+        );
+        assert_eq!(
+            first("pmid:31452104"),
+            (
+                "https://pubmed.ncbi.nlm.nih.gov/31452104/".into(),
+                "pubmed.ncbi.nlm.nih.gov"
+            )
+        );
+        assert_eq!(
+            first("doi:10.1038/nature12373"),
+            ("https://doi.org/10.1038/nature12373".into(), "doi.org")
+        );
+        let elsewhere = Services {
+            pmc: "http://127.0.0.2:8080/".into(),
+            ..Services::default()
+        };
+        assert_eq!(
+            Identifier::Pmcid("PMC1".into()).first_url(&elsewhere),
+            "http://127.0.0.2:8080/articles/PMC1/"
+        );
     }
 
     #[test]

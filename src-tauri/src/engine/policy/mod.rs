@@ -273,6 +273,8 @@ pub struct Services {
     pub doi_resolver: String,
     pub arxiv: String,
     pub pubmed: String,
+    /// PubMed Central, where a PMC id's article page is.
+    pub pmc: String,
     pub wayback: String,
 }
 
@@ -282,6 +284,7 @@ impl Default for Services {
             doi_resolver: "https://doi.org".into(),
             arxiv: "https://arxiv.org".into(),
             pubmed: "https://pubmed.ncbi.nlm.nih.gov".into(),
+            pmc: "https://pmc.ncbi.nlm.nih.gov".into(),
             wayback: "https://archive.org/wayback/available".into(),
         }
     }
@@ -289,11 +292,12 @@ impl Default for Services {
 
 impl Services {
     /// Each service with what it is called in messages and flags.
-    pub fn named(&self) -> [(&'static str, &str); 4] {
+    pub fn named(&self) -> [(&'static str, &str); 5] {
         [
             ("--doi-resolver", &self.doi_resolver),
             ("--arxiv", &self.arxiv),
             ("--pubmed", &self.pubmed),
+            ("--pmc", &self.pmc),
             ("--wayback", &self.wayback),
         ]
     }

@@ -335,6 +335,10 @@ pub struct Reference {
     /// Why the live link failed, for a job sent to the archive: its error if no copy exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dead_link: Option<String>,
+    /// The Wayback Machine's newest snapshot of a dead link, (status, timestamp), when it was
+    /// no 2xx and the oldest is asked for next.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub newest_snapshot: Option<(String, String)>,
     /// The archived copy's time (RFC 3339), once the archive named a snapshot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archived_at: Option<String>,

@@ -923,15 +923,18 @@ impl Worker {
         match claimed.stage {
             Some(Stage::Csl) => {
                 match resolve::csl_reference(claimed.reference.as_deref(), &fetched) {
-                    Some(reference) => Finish::Next(Box::new(Next {
-                        stage: Stage::Landing,
-                        target: address,
-                        host: claimed.host.clone(),
-                        http_status: Some(fetched.status),
-                        failure: None,
-                        reference: Some(Box::new(reference)),
-                        saved: None,
-                    })),
+                    Some(reference) => {
+                        let (target, host) = resolve::landing(claimed, &address, &policy.services);
+                        Finish::Next(Box::new(Next {
+                            stage: Stage::Landing,
+                            target,
+                            host,
+                            http_status: Some(fetched.status),
+                            failure: None,
+                            reference: Some(Box::new(reference)),
+                            saved: None,
+                        }))
+                    }
                     // A resolver that does not negotiate answered with the landing page.
                     None => self.save_page(claimed, fetched, policy).await,
                 }

@@ -58,6 +58,17 @@ pub fn csl_reference(entry: Option<&Reference>, fetched: &Fetched) -> Option<Ref
     })
 }
 
+/// Where the landing stage starts: the identifier's own first address (the DOI's resolver
+/// link) in its service's lane, wherever the csl stage ended. doi.org answers a request for
+/// CSL-JSON with a redirect to the registration agency's metadata service on another host
+/// (`api.crossref.org/v1/works/…/transform`), which has no landing page to give.
+pub fn landing(claimed: &Claimed, address: &str, services: &Services) -> (String, String) {
+    match Identifier::from_uri(&claimed.url) {
+        Some(id) => (id.first_url(services), id.service_host().to_string()),
+        None => (address.to_string(), claimed.host.clone()),
+    }
+}
+
 /// A stage redirected to another host: the same stage again, in that host's lane.
 pub fn moved(claimed: &Claimed, status: u16, to: String, policy: &Policy) -> Finish {
     let reference = claimed.reference.as_deref().cloned().unwrap_or_default();
@@ -135,18 +146,22 @@ pub fn after_failure(
     match claimed.stage {
         // The landing page stays the document.
         Some(Stage::Pdf) if fatal => Finish::Kept(failure),
-        // The resolver has no metadata to give (406, say): the landing page still is. A
-        // landing page that failed after the redirect is that page's failure.
+        // No metadata to give (406, say), from the resolver, its agency or the publisher it
+        // sent the request to: the landing page still is, asked of the resolver without the
+        // header. The resolver's own 404 is "no such DOI"; a 404 or 410 of the page it sent
+        // the request to is that page's failure, as the landing page is gone.
         Some(Stage::Csl)
             if fatal
                 && failure.kind == FailureKind::ClientError
                 && !is_no_such_doi(&failure)
-                && at_resolver(&failure, policy) =>
+                && (at_resolver(&failure, policy)
+                    || !matches!(failure.http_status, Some(404 | 410))) =>
         {
+            let (target, host) = landing(claimed, address, &policy.services);
             Finish::Next(Box::new(Next {
                 stage: Stage::Landing,
-                target: address.to_string(),
-                host: claimed.host.clone(),
+                target,
+                host,
                 http_status: failure.http_status,
                 failure: Some(Failure {
                     message: format!(
@@ -272,7 +287,13 @@ fn yes() -> bool {
     true
 }
 
-/// The Wayback Machine answered: on to its snapshot, or dead with no copy.
+/// The timestamp the availability API is asked for the second time: the snapshot closest to
+/// it is the oldest.
+const OLDEST: &str = "19960101";
+
+/// The Wayback Machine answered: on to its snapshot, or dead with no copy. Asked without a
+/// timestamp, it names the newest snapshot, which for a dead page is usually its 404 or a
+/// redirect to the site's home page: then it is asked again for the oldest.
 pub fn after_wayback(claimed: &Claimed, fetched: &Fetched) -> Finish {
     let answer: Availability = match serde_json::from_slice(&fetched.body) {
         Ok(a) => a,
@@ -284,17 +305,74 @@ pub fn after_wayback(claimed: &Claimed, fetched: &Fetched) -> Finish {
             );
         }
     };
-    let closest = answer
-        .archived_snapshots
-        .closest
-        .filter(|c| c.available && c.status.as_deref().is_none_or(|s| s.starts_with('2')));
+    let reference = claimed.reference.as_deref().cloned().unwrap_or_default();
+    let asked = claimed.target.as_deref().unwrap_or_default();
+    let first_ask =
+        !url::Url::parse(asked).is_ok_and(|u| u.query_pairs().any(|(k, _)| k == "timestamp"));
+    let closest = answer.archived_snapshots.closest.filter(|c| c.available);
+    let usable = |c: &Closest| c.status.as_deref().is_none_or(|s| s.starts_with('2'));
+    let closest = match closest {
+        Some(c) if usable(&c) => c,
+        Some(c) if first_ask => {
+            let oldest = url::Url::parse(asked).ok().map(|mut u| {
+                u.query_pairs_mut().append_pair("timestamp", OLDEST);
+                u.to_string()
+            });
+            let status = c.status.unwrap_or_default();
+            if let Some((target, host)) = oldest.and_then(|t| Some((t.clone(), host_of(&t)?))) {
+                return Finish::Next(Box::new(Next {
+                    stage: Stage::Wayback,
+                    target,
+                    host,
+                    http_status: Some(fetched.status),
+                    failure: None,
+                    reference: Some(Box::new(Reference {
+                        newest_snapshot: Some((status, c.timestamp)),
+                        ..reference
+                    })),
+                    saved: None,
+                }));
+            }
+            return dead_link_failure(
+                claimed,
+                &format!(
+                    "no usable archived copy (the Wayback Machine's newest snapshot of it is {})",
+                    a_status(&status)
+                ),
+                FailureKind::ClientError,
+            );
+        }
+        other => {
+            let what = match (&reference.newest_snapshot, other) {
+                (None, _) => {
+                    "no archived copy exists (the Wayback Machine has no snapshot of it)".into()
+                }
+                (Some((status, _)), None) => format!(
+                    "no usable archived copy (the Wayback Machine's newest snapshot of it is \
+                     {}, and it has no older one)",
+                    a_status(status)
+                ),
+                (Some((status, newest)), Some(oldest)) if *newest == oldest.timestamp => format!(
+                    "no usable archived copy (the Wayback Machine's only snapshot of it is {})",
+                    a_status(status)
+                ),
+                (Some((status, _)), Some(oldest)) => format!(
+                    "no usable archived copy (the Wayback Machine's newest snapshot of it is \
+                     {}, and its oldest {})",
+                    a_status(status),
+                    a_status(oldest.status.as_deref().unwrap_or_default())
+                ),
+            };
+            return dead_link_failure(claimed, &what, FailureKind::ClientError);
+        }
+    };
     let snapshot =
-        closest.and_then(|c| Some((raw_copy(&c.url, &c.timestamp), archived_at(&c.timestamp)?)));
+        archived_at(&closest.timestamp).map(|at| (raw_copy(&closest.url, &closest.timestamp), at));
     let Some((target, at)) = snapshot else {
         return dead_link_failure(
             claimed,
-            "no archived copy exists (the Wayback Machine has no snapshot of it)",
-            FailureKind::ClientError,
+            "the Wayback Machine named a snapshot without a time it could be read by",
+            FailureKind::Unparsable,
         );
     };
     let Some(host) = host_of(&target) else {
@@ -306,7 +384,8 @@ pub fn after_wayback(claimed: &Claimed, fetched: &Fetched) -> Finish {
     };
     let reference = Reference {
         archived_at: Some(at),
-        ..claimed.reference.as_deref().cloned().unwrap_or_default()
+        newest_snapshot: None,
+        ..reference
     };
     Finish::Next(Box::new(Next {
         stage: Stage::Archived,
@@ -317,6 +396,15 @@ pub fn after_wayback(claimed: &Claimed, fetched: &Fetched) -> Finish {
         reference: Some(Box::new(reference)),
         saved: None,
     }))
+}
+
+/// A snapshot's HTTP status as a message says it: "a 404", "a 302 redirect".
+fn a_status(status: &str) -> String {
+    match status {
+        "" | "-" => "one of no known status".into(),
+        s if s.starts_with('3') => format!("a {s} redirect"),
+        s => format!("a {s}"),
+    }
 }
 
 /// The snapshot's raw copy: `…/web/<timestamp>id_/<url>` is the page as archived, without the
@@ -439,29 +527,81 @@ mod tests {
         assert_eq!(at.as_deref(), Some("2013-09-19T04:46:12Z"));
     }
 
+    /// The availability API without a timestamp names the newest snapshot, for a dead page
+    /// usually its 404: the oldest is asked for next (it said "no snapshot" before), and the
+    /// death names what was found.
     #[test]
     fn no_snapshot_is_death_naming_the_dead_link() {
+        let api = "https://archive.org/wayback/available?url=http%3A%2F%2Fexample.com%2Fa";
         let mut c = claimed("http://example.com/a", Some(Stage::Wayback));
+        c.target = Some(api.into());
         c.reference = Some(Box::new(Reference {
             dead_link: Some("404 Not Found".into()),
             ..Reference::default()
         }));
-        for body in [
-            r#"{"url": "example.com/a", "archived_snapshots": {}}"#,
-            r#"{"archived_snapshots": {"closest": {"status": "404", "available": true, "url": "http://web.archive.org/web/2013/x", "timestamp": "20130919044612"}}}"#,
-        ] {
-            let Finish::Failure { failure, .. } = after_wayback(&c, &fetched(body)) else {
-                panic!("not a failure");
+        let none = r#"{"url": "example.com/a", "archived_snapshots": {}}"#;
+        let snapshot = |status: &str, ts: &str| {
+            format!(
+                r#"{{"archived_snapshots": {{"closest": {{"status": "{status}", "available": true,
+                "url": "http://web.archive.org/web/{ts}/http://example.com/a", "timestamp": "{ts}"}}}}}}"#
+            )
+        };
+        let dies = |c: &Claimed, body: &str| {
+            let Finish::Failure { failure, .. } = after_wayback(c, &fetched(body)) else {
+                panic!("not a failure: {body}");
             };
             assert_eq!(failure.class(), crate::engine::policy::ErrorClass::Fatal);
+            failure.message
+        };
+        assert_eq!(
+            dies(&c, none),
+            "404 Not Found; no archived copy exists (the Wayback Machine has no snapshot of it)"
+        );
+        // The newest is a 404: the oldest is asked for, in the archive's lane.
+        let Finish::Next(next) = after_wayback(&c, &fetched(&snapshot("404", "20230101000000")))
+        else {
+            panic!("the oldest is not asked for");
+        };
+        assert_eq!(next.stage, Stage::Wayback);
+        assert_eq!(next.target, format!("{api}&timestamp=19960101"));
+        assert_eq!(next.host, "archive.org");
+        let mut second = c.clone();
+        second.target = Some(next.target.clone());
+        second.reference = next.reference.clone();
+        for (body, said) in [
+            (
+                snapshot("302", "20130919044612"),
+                "newest snapshot of it is a 404, and its oldest a 302 redirect)",
+            ),
+            (
+                snapshot("404", "20230101000000"),
+                "only snapshot of it is a 404)",
+            ),
+            (
+                none.to_string(),
+                "newest snapshot of it is a 404, and it has no older one)",
+            ),
+        ] {
+            let message = dies(&second, &body);
             assert!(
-                failure
-                    .message
-                    .starts_with("404 Not Found; no archived copy exists"),
-                "{}",
-                failure.message
+                message
+                    .starts_with("404 Not Found; no usable archived copy (the Wayback Machine's ")
+                    && message.ends_with(said),
+                "{message}"
             );
         }
+        // The oldest is a 200: on to it.
+        let Finish::Next(next) =
+            after_wayback(&second, &fetched(&snapshot("200", "20130919044612")))
+        else {
+            panic!("not on to the oldest");
+        };
+        assert_eq!(next.stage, Stage::Archived);
+        assert_eq!(
+            next.target,
+            "http://web.archive.org/web/20130919044612id_/http://example.com/a"
+        );
+        assert_eq!(next.reference.and_then(|r| r.newest_snapshot), None);
     }
 
     #[test]
@@ -519,6 +659,63 @@ mod tests {
             after_failure(&pdf, "x", busy, &p),
             Finish::Failure { .. }
         ));
+    }
+
+    /// A 4xx of the csl stage from whichever host (doi.org's agency on api.crossref.org, a
+    /// publisher the resolver sent the request to) goes on to the landing page at the DOI's
+    /// resolver link, in doi.org's lane; the resolver's own 404 is "no such DOI", and another
+    /// host's 404 that page's own failure.
+    #[test]
+    fn a_csl_refusal_from_any_host_goes_on_to_the_landing_page_at_the_resolver() {
+        let p = Policy::default();
+        let mut csl = claimed("doi:10.1038/nature12373", Some(Stage::Csl));
+        csl.host = "api.crossref.org".into();
+        let agency = "https://api.crossref.org/v1/works/10.1038%2Fnature12373/transform";
+        csl.target = Some(agency.into());
+        let refused = |status: u16, by: &str| Failure {
+            answered_by: Some(by.into()),
+            ..gone(status)
+        };
+        for failure in [
+            refused(406, agency),
+            refused(400, agency),
+            refused(406, "https://www.nature.com/articles/nature12373"),
+            refused(403, "https://www.nature.com/articles/nature12373"),
+            refused(406, "https://doi.org/10.1038/nature12373"),
+        ] {
+            let Finish::Next(next) = after_failure(&csl, agency, failure, &p) else {
+                panic!("not on to the landing page");
+            };
+            assert_eq!(next.stage, Stage::Landing);
+            assert_eq!(next.target, "https://doi.org/10.1038/nature12373");
+            assert_eq!(next.host, "doi.org");
+        }
+        let Finish::Failure { failure, .. } = after_failure(
+            &csl,
+            agency,
+            refused(404, "https://doi.org/10.1038/nature12373"),
+            &p,
+        ) else {
+            panic!("the resolver's 404 went on");
+        };
+        assert!(
+            failure.message.starts_with("no such DOI"),
+            "{}",
+            failure.message
+        );
+        // The page the resolver sent the request to is gone: that page's 404, not a detour.
+        let gone_page = refused(404, "https://www.nature.com/articles/nature12373");
+        let Finish::Failure { failure, .. } = after_failure(&csl, agency, gone_page, &p) else {
+            panic!("a publisher's 404 went on");
+        };
+        assert!(failure.message.starts_with("404"), "{}", failure.message);
+        assert_eq!(
+            landing(&csl, agency, &p.services),
+            (
+                "https://doi.org/10.1038/nature12373".to_string(),
+                "doi.org".to_string()
+            )
+        );
     }
 
     #[test]

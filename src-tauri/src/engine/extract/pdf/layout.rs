@@ -23,6 +23,12 @@ const COLUMN_EDGE_SLACK: f64 = 2.0;
 const MIN_COLUMN: f64 = 4.0;
 /// Columns are searched for inside columns this many times (a table inside a column).
 const MAX_DEPTH: u8 = 2;
+/// A band whose usual size is smaller than a run's by more than this part of it (a figure's
+/// tick labels beside 10 pt text) does not join the run.
+const RUN_SMALLER: f64 = 0.12;
+/// A band further than this many of a run's line steps above or below it (the white space
+/// around a figure) does not join the run.
+const RUN_GAP: f64 = 2.0;
 
 /// One line of text in reading order, with what paragraph joining needs to know about it.
 #[derive(Debug, Clone, PartialEq)]
@@ -244,26 +250,78 @@ struct Run {
     words: Vec<usize>,
     gutters: Vec<(f64, f64)>,
     extents: Vec<(f64, f64)>,
+    /// The usual size of the band that started it.
+    size: f64,
+    /// Its highest and lowest baselines, and the steps between its bands' baselines as they
+    /// joined (the first few).
+    top: f64,
+    bottom: f64,
+    steps: Vec<f64>,
+}
+
+/// A band's lowest and highest baselines (y grows down the page) and its usual size.
+fn band_shape(words: &[Word], ids: &[usize]) -> (f64, f64, f64) {
+    let (top, bottom) = ids
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(t, b), &i| {
+            (t.min(words[i].y), b.max(words[i].y))
+        });
+    (
+        top,
+        bottom,
+        median(ids.iter().map(|&i| words[i].size).collect()),
+    )
 }
 
 impl Run {
-    fn new(words: &[Word], band: usize, ids: &[usize], gutters: Vec<(f64, f64)>) -> Run {
+    fn new(
+        words: &[Word],
+        band: usize,
+        ids: &[usize],
+        shape: (f64, f64, f64),
+        gutters: Vec<(f64, f64)>,
+    ) -> Run {
+        let (top, bottom, size) = shape;
         Run {
             bands: vec![band],
             words: ids.to_vec(),
             extents: extents(words, ids, &gutters),
             gutters,
+            size,
+            top,
+            bottom,
+            steps: Vec::new(),
         }
     }
 
-    /// Adds a band whose gaps leave `gutters` free, if its text fits the run's columns.
+    /// Adds a band whose gaps leave `gutters` free, if its text fits the run's columns, is
+    /// not set smaller than the run and is not set apart from it by white space: a figure
+    /// across both columns (its tick labels leave the gutter free too) is not read as the
+    /// columns' last lines.
     fn add(
         &mut self,
         words: &[Word],
         band: usize,
         ids: &[usize],
+        shape: (f64, f64, f64),
         gutters: Vec<(f64, f64)>,
     ) -> bool {
+        let (top, bottom, size) = shape;
+        let step = if top >= self.bottom {
+            top - self.bottom
+        } else if bottom <= self.top {
+            self.top - bottom
+        } else {
+            0.0
+        };
+        let leading = if self.steps.is_empty() {
+            1.2 * self.size
+        } else {
+            median(self.steps.clone()).max(self.size)
+        };
+        if size < (1.0 - RUN_SMALLER) * self.size || step > RUN_GAP * leading {
+            return false;
+        }
         // Gutters only narrow inside the old ones, so the words keep their columns and the
         // extents can be carried over; otherwise they are counted again.
         let nested = gutters.len() == self.gutters.len()
@@ -288,6 +346,11 @@ impl Run {
         self.gutters = gutters;
         self.bands.push(band);
         self.words.extend_from_slice(ids);
+        if step > 0.0 && self.steps.len() < 16 {
+            self.steps.push(step);
+        }
+        self.top = self.top.min(top);
+        self.bottom = self.bottom.max(bottom);
         true
     }
 }
@@ -392,6 +455,7 @@ fn order(words: &[Word], mut ids: Vec<usize>, depth: u8, out: &mut Vec<Line>, bl
         .iter()
         .map(|b| gaps(words, b, span, min_gutter))
         .collect();
+    let shapes: Vec<(f64, f64, f64)> = bands.iter().map(|b| band_shape(words, b)).collect();
 
     // Bands read as they come (indices), and the run of bands sharing a gutter being gathered.
     let mut single: Vec<usize> = Vec::new();
@@ -420,7 +484,7 @@ fn order(words: &[Word], mut ids: Vec<usize>, depth: u8, out: &mut Vec<Line>, bl
     for b in 0..bands.len() {
         if let Some(current) = &mut run {
             let both = intersect(&current.gutters, &band_gaps[b], min_gutter, slack);
-            if !both.is_empty() && current.add(words, b, &bands[b], both) {
+            if !both.is_empty() && current.add(words, b, &bands[b], shapes[b], both) {
                 continue;
             }
         }
@@ -440,10 +504,10 @@ fn order(words: &[Word], mut ids: Vec<usize>, depth: u8, out: &mut Vec<Line>, bl
         }
         // Bands just above that keep clear of the gutter belong to the run: a column that
         // starts lower than its neighbour.
-        let mut started = Run::new(words, b, &bands[b], common);
+        let mut started = Run::new(words, b, &bands[b], shapes[b], common);
         while let Some(&prev) = single.last() {
             let both = intersect(&started.gutters, &band_gaps[prev], min_gutter, slack);
-            if both.is_empty() || !started.add(words, prev, &bands[prev], both) {
+            if both.is_empty() || !started.add(words, prev, &bands[prev], shapes[prev], both) {
                 break;
             }
             single.pop();
@@ -689,6 +753,75 @@ mod tests {
             draw(page, &format!("right column line {r}"), 320.0, y, 10.0);
             draw(page, &format!("left column line {r}"), 72.0, y, 10.0);
         }
+    }
+
+    /// Two columns of `rows` rows from `top`, numbered from `from`: "L03 …", "R03 …".
+    fn numbered_columns(page: &mut PageGlyphs, rows: std::ops::Range<usize>, top: f64) {
+        for (k, r) in rows.enumerate() {
+            let y = top + 12.0 * k as f64;
+            draw(
+                page,
+                &format!("L{r:02} left column text runs on in this column ok"),
+                72.0,
+                y,
+                10.0,
+            );
+            draw(
+                page,
+                &format!("R{r:02} right column text runs on in this colum ok"),
+                318.0,
+                y,
+                10.0,
+            );
+        }
+    }
+
+    /// A chart across both columns below them: its tick labels leave the gutter free, but
+    /// they are smaller and set apart by white space, so they are not the columns' last lines
+    /// (a review found "0 10 20 30" read after the left column and "40 … 80" after the right).
+    #[test]
+    fn a_figure_across_both_columns_is_not_torn_into_them() {
+        let mut page = PageGlyphs::default();
+        numbered_columns(&mut page, 0..20, 100.0);
+        for (k, tick) in ["0", "10", "20", "30", "40", "50", "60", "70", "80"]
+            .iter()
+            .enumerate()
+        {
+            draw(&mut page, tick, 90.0 + 55.0 * k as f64, 360.0, 8.0);
+        }
+        draw(&mut page, "Wetness duration (h)", 260.0, 372.0, 8.0);
+        let caption = "Figure 1: Colonisation rate against wetness duration for the walls.";
+        draw(&mut page, caption, 72.0, 390.0, 9.0);
+        let t = texts(&lay_out(&page).lines);
+        let at = |start: &str| t.iter().position(|l| l.starts_with(start)).expect(start);
+        assert!(at("L19") < at("R00"), "{t:#?}");
+        assert_eq!(
+            t[40..],
+            ["0 10 20 30 40 50 60 70 80", "Wetness duration (h)", caption]
+        );
+
+        // Between two stretches of columns: two panels side by side, each with its letter and
+        // ticks, then the caption, read between the stretches.
+        let mut page = PageGlyphs::default();
+        numbered_columns(&mut page, 0..8, 100.0);
+        draw(&mut page, "(a)", 90.0, 210.0, 9.0);
+        draw(&mut page, "(b)", 336.0, 210.0, 9.0);
+        for (k, tick) in ["0", "5", "10", "15"].iter().enumerate() {
+            draw(&mut page, tick, 100.0 + 50.0 * k as f64, 300.0, 8.0);
+            draw(&mut page, tick, 346.0 + 50.0 * k as f64, 300.0, 8.0);
+        }
+        let caption = "Figure 2: (a) North faces; (b) south faces, cover against the years.";
+        draw(&mut page, caption, 72.0, 320.0, 9.0);
+        numbered_columns(&mut page, 8..14, 350.0);
+        let t = texts(&lay_out(&page).lines);
+        let at = |start: &str| t.iter().position(|l| l.starts_with(start)).expect(start);
+        assert_eq!((at("L07"), at("R00"), at("R07")), (7, 8, 15), "{t:#?}");
+        assert_eq!(
+            t[16..19],
+            ["(a) (b)", "0 5 10 15 0 5 10 15", caption],
+            "{t:#?}"
+        );
+        assert_eq!((at("L08"), at("L13"), at("R08")), (19, 24, 25), "{t:#?}");
     }
 
     #[test]

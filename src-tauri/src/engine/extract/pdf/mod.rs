@@ -60,19 +60,21 @@ fn extract_pdf_inner(body: &[u8]) -> Result<Document, ExtractError> {
     if pages.is_empty() {
         return Err(damaged(&"no pages could be found"));
     }
+    budget::blank_images(&mut pdf);
     // Page by page, so one broken page costs that page rather than the whole
     // document, and the first page is available for the title fallback.
     let mut laid_out = Vec::with_capacity(pages.len());
     let mut first_error = None;
-    let (mut budget, mut too_big, mut stopped_at) = (budget::Budget::default(), 0usize, None);
+    let (mut budget, mut refused, mut stopped_at) = (budget::Budget::default(), Vec::new(), None);
     for (&number, &page) in &pages {
         // Measured before pdf-extract inflates and parses it (see `budget`).
-        if budget.page(&pdf, page) == budget::PageCost::TooBig {
+        if let budget::PageCost::Refused(why) = budget.page(&pdf, page) {
             tracing::warn!(
                 page = number,
-                "a PDF page draws more than 4 MiB; its text is left out"
+                "a PDF page {}; its text is left out",
+                why.what()
             );
-            too_big += 1;
+            refused.push(why);
             continue;
         }
         if budget.total > budget::DOCUMENT_BYTES {
@@ -104,18 +106,20 @@ fn extract_pdf_inner(body: &[u8]) -> Result<Document, ExtractError> {
         ));
     }
     if text.is_empty() {
-        return Err(match first_error {
-            None if too_big > 0 && too_big == pages.len() => ExtractError::Unparsable(
-                "every page of the PDF draws more than 4 MiB of content; Gleaner does not read \
-                 such pages (a drawing or a crafted file, not a paper)"
-                    .into(),
-            ),
-            None if too_big > 0 => ExtractError::Unparsable(format!(
-                "{too_big} of the PDF's pages draw more than 4 MiB of content each, and the \
-                 others have no text; Gleaner does not read such pages"
+        return Err(match (first_error, refused.first()) {
+            (None, Some(why)) if refused.len() == pages.len() => ExtractError::Unparsable(format!(
+                "every page of the PDF {}; Gleaner does not read such pages (a drawing \
+                     or a crafted file, not a paper)",
+                why.what()
             )),
-            Some(e) => damaged(&e),
-            None => ExtractError::Unparsable(
+            (None, Some(why)) => ExtractError::Unparsable(format!(
+                "{} of the PDF's pages cannot be read safely (the first {}), and the others \
+                 have no text",
+                refused.len(),
+                why.what()
+            )),
+            (Some(e), _) => damaged(&e),
+            (None, None) => ExtractError::Unparsable(
                 "the PDF has no text layer (it may be scanned images)".into(),
             ),
         });
@@ -623,6 +627,334 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// The review's reproducers (`fuzz/regressions/pdf/`, also replayed by the fuzz test).
+    const SELF_FORM: &[u8] = include_bytes!("../../../../../fuzz/regressions/pdf/self-form.pdf");
+    const IMAGE_BOMB: &[u8] = include_bytes!("../../../../../fuzz/regressions/pdf/image-bomb.pdf");
+    const REPEATED_FORM: &[u8] =
+        include_bytes!("../../../../../fuzz/regressions/pdf/repeated-form.pdf");
+    const NESTED_FORM: &[u8] =
+        include_bytes!("../../../../../fuzz/regressions/pdf/nested-form.pdf");
+
+    /// Extraction as the app runs it: on a thread with tokio's blocking pool's 2 MiB stack,
+    /// where a recursion without end is an abort of the whole process, not a failed job.
+    fn on_worker_stack(pdf: Vec<u8>) -> Result<Document, ExtractError> {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || extract_pdf(&pdf))
+            .expect("spawn")
+            .join()
+            .expect("extraction does not panic")
+    }
+
+    /// An XObject of a test PDF: its `/Subtype` (none if `None`), its content, and its own
+    /// resources' XObjects (name, index of the XObject), if it has resources of its own.
+    struct X {
+        subtype: Option<&'static str>,
+        content: Vec<u8>,
+        own: Option<Vec<(String, usize)>>,
+    }
+
+    fn form(content: &str, own: Option<Vec<(&str, usize)>>) -> X {
+        X {
+            subtype: Some("Form"),
+            content: content.as_bytes().to_vec(),
+            own: own.map(|o| o.into_iter().map(|(n, i)| (n.to_string(), i)).collect()),
+        }
+    }
+
+    /// A one-page PDF: `content` under resources naming Helvetica `F1` and `names` (name,
+    /// index into `xobjects`), each XObject with its own resources when it has any.
+    fn pdf_with_xobjects(content: &[u8], names: &[(&str, usize)], xobjects: Vec<X>) -> Vec<u8> {
+        use pdf_extract::{Dictionary, Object, Stream};
+        let dict = |entries: Vec<(&str, Object)>| {
+            let mut d = Dictionary::new();
+            for (k, v) in entries {
+                d.set(k, v);
+            }
+            d
+        };
+        let mut doc = pdf_extract::Document::with_version("1.5");
+        let pages_id = doc.new_object_id();
+        let ids: Vec<_> = xobjects.iter().map(|_| doc.new_object_id()).collect();
+        let font_id = doc.add_object(dict(vec![
+            ("Type", "Font".into()),
+            ("Subtype", "Type1".into()),
+            ("BaseFont", "Helvetica".into()),
+        ]));
+        let names_of = |names: &[(String, usize)]| {
+            let mut d = Dictionary::new();
+            for (n, i) in names {
+                d.set(n.as_bytes().to_vec(), Object::Reference(ids[*i]));
+            }
+            dict(vec![
+                ("XObject", d.into()),
+                ("Font", dict(vec![("F1", font_id.into())]).into()),
+            ])
+        };
+        for (x, id) in xobjects.iter().zip(&ids) {
+            let mut d = dict(vec![("Type", "XObject".into())]);
+            if let Some(subtype) = x.subtype {
+                d.set("Subtype", Object::Name(subtype.as_bytes().to_vec()));
+            }
+            d.set("BBox", vec![0.into(), 0.into(), 612.into(), 792.into()]);
+            if let Some(own) = &x.own {
+                d.set("Resources", names_of(own));
+            }
+            doc.objects
+                .insert(*id, Stream::new(d, x.content.clone()).into());
+        }
+        let page_names: Vec<(String, usize)> =
+            names.iter().map(|(n, i)| (n.to_string(), *i)).collect();
+        let resources = names_of(&page_names);
+        let content_id = doc.add_object(Stream::new(Dictionary::new(), content.to_vec()));
+        let page_id = doc.add_object(dict(vec![
+            ("Type", "Page".into()),
+            ("Parent", pages_id.into()),
+            ("Contents", content_id.into()),
+            ("Resources", resources.into()),
+            (
+                "MediaBox",
+                vec![0.into(), 0.into(), 612.into(), 792.into()].into(),
+            ),
+        ]));
+        doc.objects.insert(
+            pages_id,
+            dict(vec![
+                ("Type", "Pages".into()),
+                ("Kids", vec![page_id.into()].into()),
+                ("Count", 1.into()),
+            ])
+            .into(),
+        );
+        let catalog_id = doc.add_object(dict(vec![
+            ("Type", "Catalog".into()),
+            ("Pages", pages_id.into()),
+        ]));
+        doc.trailer.set("Root", catalog_id);
+        let mut out = Vec::new();
+        doc.save_to(&mut out).expect("the PDF is written");
+        out
+    }
+
+    const WORDS: &str = "BT /F1 10 Tf 72 700 Td (A page of ordinary words.) Tj ET\n";
+
+    fn refused(pdf: Vec<u8>) -> String {
+        match on_worker_stack(pdf) {
+            Err(ExtractError::Unparsable(e)) => e,
+            other => panic!("not refused: {other:?}"),
+        }
+    }
+
+    /// A form whose own resources name it and whose content draws it: pdf-extract recursed
+    /// into it until the stack overflowed, which aborts the app (and again at each retry after
+    /// a restart). The page is refused before pdf-extract reads it.
+    #[test]
+    fn a_form_that_draws_itself_is_refused_before_the_reader_recurses() {
+        let e = refused(SELF_FORM.to_vec());
+        assert!(e.contains("draws a form that draws itself"), "{e}");
+        // Through another form, and with the name spelled as lopdf reads it (`#46` is `F`,
+        // `true` before `Do` an operand of it), without resources of its own (it draws with
+        // the page's).
+        for (content, names) in [
+            ("q /Fm1 Do Q", Some(vec![("Fm1", 1)])),
+            ("q /#46m0 trueDo Q", None),
+            ("/Fm0 12Do", None),
+            ("BI /W 2 /H 1 /BPC 8 /CS /DeviceGray ID (( EI /Fm0 Do", None),
+        ] {
+            let pdf = pdf_with_xobjects(
+                format!("{WORDS}q /Fm0 Do Q\n").as_bytes(),
+                &[("Fm0", 0)],
+                vec![
+                    form(content, names),
+                    form("q /Fm0 Do Q", Some(vec![("Fm0", 0)])),
+                ],
+            );
+            let e = refused(pdf);
+            assert!(
+                e.contains("draws a form that draws itself"),
+                "{content}: {e}"
+            );
+        }
+    }
+
+    /// Forms inside forms: eight deep is read, text at the bottom included; nine deep is
+    /// refused, as a chain long enough would overflow the stack as a cycle does.
+    #[test]
+    fn forms_are_read_eight_deep_and_refused_deeper() {
+        let chain = |depth: usize| {
+            let xobjects = (0..depth)
+                .map(|i| {
+                    if i + 1 == depth {
+                        form(WORDS, Some(vec![]))
+                    } else {
+                        form("q /Fx Do Q", Some(vec![("Fx", i + 1)]))
+                    }
+                })
+                .collect();
+            pdf_with_xobjects(b"q /Fx Do Q\n", &[("Fx", 0)], xobjects)
+        };
+        let doc = on_worker_stack(chain(budget::FORM_DEPTH)).expect("eight deep is read");
+        assert!(
+            doc.text.contains("A page of ordinary words."),
+            "{}",
+            doc.text
+        );
+        let e = refused(chain(budget::FORM_DEPTH + 1));
+        assert!(e.contains("more than 8 deep"), "{e}");
+        let e = refused(chain(5_000));
+        assert!(e.contains("more than 8 deep"), "{e}");
+    }
+
+    /// pdf-extract parses any XObject a page draws as content, whatever its subtype, and
+    /// again at each `Do`. An image is emptied first (it has no text; a review's 44 KB image
+    /// of 30 MB of operators took 3.2 GB and 23 s); any other XObject is counted as often as
+    /// it is drawn, forms drawn by forms included (a review's 3.5 MiB form drawn 20,000
+    /// times, from the page or from a form, would have taken hours).
+    #[test]
+    fn every_xobject_counts_as_often_as_it_is_drawn() {
+        let start = std::time::Instant::now();
+        let doc = on_worker_stack(IMAGE_BOMB.to_vec()).expect("the page is read");
+        assert!(
+            doc.text.contains("A page of ordinary words."),
+            "{}",
+            doc.text
+        );
+        for pdf in [REPEATED_FORM, NESTED_FORM] {
+            let e = refused(pdf.to_vec());
+            assert!(e.contains("more than 32 MiB"), "{e}");
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "{:?}",
+            start.elapsed()
+        );
+        // A bomb labelled anything but an image is measured as a form is.
+        let bomb = b"0 0 m\n".repeat(1_000_000);
+        for subtype in [None, Some("PS"), Some("Form")] {
+            let pdf = pdf_with_xobjects(
+                format!("{WORDS}/X Do\n").as_bytes(),
+                &[("X", 0)],
+                vec![X {
+                    subtype,
+                    content: bomb.clone(),
+                    own: None,
+                }],
+            );
+            let e = refused(pdf);
+            assert!(e.contains("more than 4 MiB"), "{subtype:?}: {e}");
+        }
+        // 1 MB drawn 40 times, from the page or from a form the page draws once.
+        let mega = "0 0 m\n".repeat(170_000);
+        let forty = "q /M Do Q\n".repeat(40);
+        let direct = pdf_with_xobjects(
+            format!("{WORDS}{forty}").as_bytes(),
+            &[("M", 0)],
+            vec![form(&mega, None)],
+        );
+        let nested = pdf_with_xobjects(
+            format!("{WORDS}/F Do\n").as_bytes(),
+            &[("F", 0)],
+            vec![form(&forty, Some(vec![("M", 1)])), form(&mega, None)],
+        );
+        for pdf in [direct, nested] {
+            let e = refused(pdf);
+            assert!(e.contains("more than 32 MiB"), "{e}");
+        }
+        // A figure's marker drawn a thousand times is read.
+        let markers = pdf_with_xobjects(
+            format!("{WORDS}/F Do\n").as_bytes(),
+            &[("F", 0)],
+            vec![
+                form(&"1 0 0 1 5 5 cm /M Do\n".repeat(1000), Some(vec![("M", 1)])),
+                form("0 -3 m 0.8 -3 1.6 -2.7 2.1 -2.1 c h f\n", None),
+            ],
+        );
+        let doc = on_worker_stack(markers).expect("a figure of markers");
+        assert!(
+            doc.text.contains("A page of ordinary words."),
+            "{}",
+            doc.text
+        );
+    }
+
+    /// A page without resources or a media box whose `/Parent` is itself: pdf-extract looks
+    /// them up the page tree without end.
+    #[test]
+    fn a_page_tree_that_loops_is_refused() {
+        use pdf_extract::{Dictionary, Object, Stream};
+        let mut doc = pdf_extract::Document::with_version("1.5");
+        let pages_id = doc.new_object_id();
+        let page_id = doc.new_object_id();
+        let content_id = doc.add_object(Stream::new(Dictionary::new(), WORDS.as_bytes().to_vec()));
+        let mut page = Dictionary::new();
+        page.set("Type", Object::Name(b"Page".to_vec()));
+        page.set("Parent", Object::Reference(page_id));
+        page.set("Contents", Object::Reference(content_id));
+        doc.objects.insert(page_id, page.into());
+        let mut pages = Dictionary::new();
+        pages.set("Type", Object::Name(b"Pages".to_vec()));
+        pages.set("Kids", vec![Object::Reference(page_id)]);
+        pages.set("Count", 1);
+        doc.objects.insert(pages_id, pages.into());
+        let mut catalog = Dictionary::new();
+        catalog.set("Type", Object::Name(b"Catalog".to_vec()));
+        catalog.set("Pages", Object::Reference(pages_id));
+        let catalog_id = doc.add_object(catalog);
+        doc.trailer.set("Root", catalog_id);
+        let mut pdf = Vec::new();
+        doc.save_to(&mut pdf).expect("the PDF is written");
+        let e = refused(pdf);
+        assert!(e.contains("page tree"), "{e}");
+    }
+
+    /// Fuzz-style: small documents whose forms draw one another at random, with and without
+    /// resources of their own, names spelled every way lopdf reads them. None may take the
+    /// process down; each is read or refused.
+    #[test]
+    fn random_form_graphs_never_overflow_the_stack() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let spell = [
+            "/F{i} Do",
+            "/F{i}Do",
+            "/#46{i} Do",
+            "/F{i} trueDo",
+            "/F{i} 1Do",
+            "/F{i} /F{i} Do",
+        ];
+        let (mut read, mut refused_) = (0, 0);
+        for _ in 0..150 {
+            let count = 1 + next(5);
+            let draws = |next: &mut dyn FnMut(usize) -> usize| {
+                (0..1 + next(3))
+                    .map(|_| spell[next(spell.len())].replace("{i}", &next(count).to_string()))
+                    .collect::<Vec<_>>()
+                    .join(" q Q ")
+            };
+            let everyone: Vec<(String, usize)> = (0..count).map(|i| (format!("F{i}"), i)).collect();
+            let xobjects = (0..count)
+                .map(|_| X {
+                    subtype: Some("Form"),
+                    content: format!("{WORDS}{}\n", draws(&mut next)).into_bytes(),
+                    own: (next(2) == 0).then(|| everyone.clone()),
+                })
+                .collect();
+            let names: Vec<(&str, usize)> =
+                everyone.iter().map(|(n, i)| (n.as_str(), *i)).collect();
+            let page = format!("{WORDS}{}\n", draws(&mut next));
+            match on_worker_stack(pdf_with_xobjects(page.as_bytes(), &names, xobjects)) {
+                Ok(_) => read += 1,
+                Err(_) => refused_ += 1,
+            }
+        }
+        assert!(read > 0 && refused_ > 0, "{read} read, {refused_} refused");
     }
 
     fn check_column_order(drawn: &[(f64, f64, &str)]) {

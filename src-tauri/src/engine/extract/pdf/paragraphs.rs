@@ -359,6 +359,17 @@ fn append(out: &mut String, next: &str, words: &Vocabulary) {
     };
     let stem = out.rsplit(' ').next().unwrap_or("");
     let before = stem.chars().rev().nth(1);
+    // A link wrapped after its own hyphen, slash, underscore, `=`, `?`… goes on without a
+    // space, its hyphen kept (`…/moss-` `survey` was `mosssurvey`); after a dot only before
+    // a lowercase letter or a digit, since a sentence may end with a link.
+    let link = stem.contains("://") || stem.starts_with("www.") || stem.contains("doi.org");
+    if link
+        && (matches!(last, '-' | '/' | '_' | '=' | '?' | '&' | '#' | '~' | '%')
+            || (last == '.' && (first.is_lowercase() || first.is_ascii_digit())))
+    {
+        out.push_str(next);
+        return;
+    }
     let glue = match last {
         // A soft hyphen marks a hyphenation point and nothing else.
         '\u{AD}' => {
@@ -375,8 +386,6 @@ fn append(out: &mut String, next: &str, words: &Vocabulary) {
         '-' | '\u{2010}' | '–' | '—' => {
             before.is_some_and(char::is_alphanumeric) && first.is_alphanumeric()
         }
-        // A URL broken after a slash.
-        '/' => stem.contains("://") || stem.starts_with("www."),
         _ => false,
     };
     if !glue {
@@ -543,6 +552,49 @@ mod tests {
             full("paper.pdf done", 2),
         ]);
         assert_eq!(text, "a hyphenation at https://example.org/paper.pdf done");
+    }
+
+    /// A link in a reference wrapped after its own punctuation is one link again: its hyphen
+    /// kept (it was dropped as a typesetter's), no space after `.`, `_`, `=` or `?` (one was
+    /// put there). A link that ends a sentence is still followed by a space.
+    #[test]
+    fn a_link_wrapped_at_its_own_punctuation_is_whole() {
+        for (first, second, joined) in [
+            (
+                "at https://example.org/moss-",
+                "survey and",
+                "at https://example.org/moss-survey and",
+            ),
+            (
+                "at https://doi.org/10.5555/moss.",
+                "2023.42 and",
+                "at https://doi.org/10.5555/moss.2023.42 and",
+            ),
+            (
+                "at www.example.org/field_",
+                "notes and",
+                "at www.example.org/field_notes and",
+            ),
+            (
+                "at https://example.org/?page=",
+                "2&q=moss and",
+                "at https://example.org/?page=2&q=moss and",
+            ),
+            (
+                "at https://example.org/search?",
+                "q=moss and",
+                "at https://example.org/search?q=moss and",
+            ),
+            (
+                "see https://example.org/moss.",
+                "The walls",
+                "see https://example.org/moss. The walls",
+            ),
+            ("a well-", "known wall", "a well-known wall"),
+        ] {
+            let text = compose_lines(vec![full(first, 0), full(second, 1)]);
+            assert_eq!(text, joined);
+        }
     }
 
     #[test]
