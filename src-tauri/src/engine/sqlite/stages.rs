@@ -24,7 +24,7 @@ const NEXT_STAGE_SQL: &str = "UPDATE jobs SET status = 'pending', run_at = ?3, s
          sha256 = coalesce(?12, sha256), error_class = ?13, error = ?14, http_status = ?15, \
          lease_owner = NULL, lease_until = NULL, updated_at = ?3, attempt_started_at = NULL, \
          rate_limited_since = NULL \
-     WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?16";
+     WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?16 AND url = ?17";
 
 /// Done with what an earlier stage saved: the attempt is in `attempt_log` as the failure it
 /// was, so the row does not repeat it as a success, and the job's stage is the landing page
@@ -32,7 +32,7 @@ const NEXT_STAGE_SQL: &str = "UPDATE jobs SET status = 'pending', run_at = ?3, s
 const KEPT_SQL: &str = "UPDATE jobs SET status = 'done', lease_owner = NULL, \
          finished_by = lease_owner, lease_until = NULL, error_class = NULL, error = NULL, \
          updated_at = ?3, finished_at = ?3, attempt_started_at = NULL, stage = 'landing' \
-     WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?4";
+     WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?4 AND url = ?5";
 
 /// Move a job on to its next stage, if it is still this worker's; whether it was.
 pub(super) fn next_in(
@@ -65,7 +65,8 @@ pub(super) fn next_in(
         None::<&str>,
         failure.map(|f| f.message.as_str()),
         next.http_status,
-        claimed.attempt
+        claimed.attempt,
+        claimed.url
     ])?;
     let outcome = failure.map_or("success", |f| f.class().as_str());
     let end = AttemptEnd {
@@ -97,7 +98,8 @@ pub(super) fn kept_in(
         claimed.job_id,
         claimed.owner,
         now,
-        claimed.attempt
+        claimed.attempt,
+        claimed.url
     ])?;
     let error = format!("{}; the landing page is kept", failure.message);
     let end = AttemptEnd {
@@ -120,7 +122,7 @@ pub(super) fn would_die(
     now: Millis,
     unit: f64,
 ) -> Result<bool> {
-    let Some(job) = load_job(tx, claimed.job_id)? else {
+    let Some(job) = load_job(tx, claimed.job_id)?.filter(|j| j.url == claimed.url) else {
         return Ok(false);
     };
     let counters = Counters {
