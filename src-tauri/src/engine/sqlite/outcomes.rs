@@ -11,7 +11,7 @@ use super::claim::claim_many;
 use super::hosts::queue_paused;
 use super::rows::{JOB_COLUMNS, JOB_WIDTH, job_from_row, kind_str, load_job};
 use super::search::index_in;
-use super::stages::{kept_in, next_in, would_die};
+use super::stages::{kept_after_crash, kept_in, next_in, would_die};
 use crate::engine::queue::{
     ClaimRequest, Claimed, Failed, Finish, Job, Liveness, QueueError, Result, Settled, Stage, Step,
     Success,
@@ -240,7 +240,7 @@ pub(super) struct AttemptRef<'a> {
     number: u32,
     started_at: Millis,
     worker: Option<&'a str>,
-    stage: Option<Stage>,
+    pub(super) stage: Option<Stage>,
 }
 
 impl<'a> From<&'a Claimed> for AttemptRef<'a> {
@@ -560,6 +560,12 @@ impl Store {
                         "interrupted: the worker stopped"
                     },
                 );
+                // A PDF that crashes the worker every time leaves the job done with its
+                // landing page once its budget is spent, as a PDF out of retries does.
+                if let Some(kept) = kept_after_crash(tx, &job, &attempt, &failure, policy, now)? {
+                    out.push(kept);
+                    continue;
+                }
                 out.push(apply_failure(
                     tx,
                     &job,

@@ -4,12 +4,12 @@
 use rusqlite::{Transaction, params};
 
 use crate::engine::clock::Millis;
-use crate::engine::policy::{self, Counters, Decision, Failure, Policy};
+use crate::engine::policy::{self, Counters, Decision, Failure, FailureKind, Policy};
 
 use super::outcomes::{AttemptEnd, AttemptRef, end_attempt};
 use super::rows::load_job;
 use super::search::index_in;
-use crate::engine::queue::{Claimed, Next, Result};
+use crate::engine::queue::{Claimed, Failed, Job, Next, Result, Stage};
 
 /// A stage done: the job goes on to the next one, due now, in the lane of the next request's
 /// host. Setting `run_at` and `host` fires the lane trigger (migration 0012). The stage's
@@ -125,14 +125,71 @@ pub(super) fn would_die(
     let Some(job) = load_job(tx, claimed.job_id)?.filter(|j| j.url == claimed.url) else {
         return Ok(false);
     };
+    Ok(decide(&job, failure, policy, now, unit).is_some())
+}
+
+/// The death this failure would bring the job under the budget in force, if it would.
+fn decide(
+    job: &Job,
+    failure: &Failure,
+    policy: &Policy,
+    now: Millis,
+    unit: f64,
+) -> Option<Decision> {
     let counters = Counters {
         max_retries: policy.max_retries,
         ..job.counters
     };
-    Ok(matches!(
-        policy::decide(policy, &counters, failure, now, unit),
-        Decision::Dead { .. }
-    ))
+    let decision = policy::decide(policy, &counters, failure, now, unit);
+    matches!(decision, Decision::Dead { .. }).then_some(decision)
+}
+
+/// Crash recovery of a job at its PDF stage whose interrupted attempt would use up its
+/// budget (a PDF that kills the worker on every try): like a PDF out of retries in
+/// [`Store::step`](super::Store::step), the job ends done with its landing page, the attempt
+/// recorded as interrupted. `None` when the job is not such a job, for the usual recovery.
+pub(super) fn kept_after_crash(
+    tx: &Transaction<'_>,
+    job: &Job,
+    attempt: &AttemptRef<'_>,
+    failure: &Failure,
+    policy: &Policy,
+    now: Millis,
+) -> Result<Option<Failed>> {
+    if attempt.stage != Some(Stage::Pdf) {
+        return Ok(None);
+    }
+    let Some(decision) = decide(job, failure, policy, now, 0.0) else {
+        return Ok(None);
+    };
+    // Recovery read the row as running in this transaction.
+    tx.prepare_cached(
+        "UPDATE jobs SET status = 'done', lease_owner = NULL, finished_by = lease_owner, \
+             lease_until = NULL, error_class = NULL, error = NULL, updated_at = ?2, \
+             finished_at = ?2, attempt_started_at = NULL, stage = 'landing' \
+         WHERE id = ?1 AND status = 'running'",
+    )?
+    .execute(params![job.id, now])?;
+    let error = format!("{}; the landing page is kept", failure.message);
+    let end = AttemptEnd {
+        outcome: if failure.kind == FailureKind::Interrupted {
+            "interrupted"
+        } else {
+            failure.class().as_str()
+        },
+        kind: Some(failure.kind),
+        http_status: failure.http_status,
+        error: Some(&error),
+        delay_ms: None,
+    };
+    end_attempt(tx, attempt, now, &end, false)?;
+    let job = load_job(tx, job.id)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
+    Ok(Some(Failed {
+        job,
+        failure: failure.clone(),
+        decision,
+        at: now,
+    }))
 }
 
 #[cfg(test)]

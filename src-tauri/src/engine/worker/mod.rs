@@ -1110,6 +1110,12 @@ impl Worker {
                     tracing::warn!(job = job.id, "{what}. {when} (retry {n} of {of}).");
                 }
             }
+            // Recovery of a PDF that crashed the worker once too often.
+            (_, Status::Done) => tracing::warn!(
+                job = job.id,
+                "{what}. Done with the landing page, without the paper's full text (attempt {}).",
+                job.attempts
+            ),
             _ => {
                 let n = job.attempts;
                 tracing::error!(
