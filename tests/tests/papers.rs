@@ -445,6 +445,61 @@ fn a_pdf_behind_a_paywall_leaves_the_landing_page_and_its_abstract() {
     assert_eq!(doc.get("title"), &json!(paper.title));
 }
 
+/// A paper fetched again whose landing page has not changed but whose PDF is now behind a
+/// paywall: the job ends done with the landing page, and the paper saved before is still there
+/// as it was, its text and its PDF. A paper recorded leaves no landing page's file of its own
+/// beside it.
+#[test]
+fn a_refetch_that_loses_the_pdf_keeps_the_paper_fetched_before() {
+    let fakes = Fakes::start();
+    let paper = Paper::kucsko();
+    let (_, pdf_path) = fakes.article(
+        &paper,
+        "nature12373",
+        Csl::Item(paper.csl()),
+        PdfAnswer::Pdf,
+    );
+    let sb = Sandbox::new();
+    add(&sb, &["doi:10.1038/nature12373"]);
+    fakes.run(&sb, &[]);
+    let first = Doc::of(&job(&sb, 1));
+    first.assert_full_text_pdf();
+    let folder = first.path.parent().expect("a folder").to_path_buf();
+    let files = |folder: &PathBuf| {
+        let mut names: Vec<String> = std::fs::read_dir(folder)
+            .expect("the document's folder")
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(
+        files(&folder).len(),
+        2,
+        "the paper and its PDF: {:?}",
+        files(&folder)
+    );
+    let first_text = std::fs::read_to_string(&first.path).expect("the paper");
+
+    fakes.publisher.pdf(&pdf_path, PdfAnswer::Forbidden);
+    let again = sb.run(&["add", "--refetch", "doi:10.1038/nature12373"]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    fakes.run(&sb, &[]);
+    let j = job(&sb, 1);
+    assert_eq!(j["status"], "done", "{j}");
+    assert_eq!(history(&j).last().expect("attempts")["http_status"], 403);
+    let now = Doc::of(&j);
+    assert_eq!(now.get("full_text"), &json!(false), "{}", now.dump());
+    assert_ne!(now.path, first.path);
+    assert_eq!(
+        std::fs::read_to_string(&first.path).expect("the earlier paper"),
+        first_text,
+        "the paper fetched before is kept as it was"
+    );
+    first.assert_full_text_pdf();
+}
+
 /// A "PDF" link that answers 200 with the publisher's sign-in page is not the paper: the job is
 /// done with the landing page, `full_text: false`, and the sign-in page is not the document.
 #[test]

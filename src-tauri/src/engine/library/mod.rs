@@ -175,11 +175,16 @@ impl Library {
         } else {
             &fetched.final_url
         };
+        // A paper is named after its landing page and its PDF: `<landing stem>-<pdf sha8>`.
+        // Not the landing page's own name, which a re-fetch finding the landing page unchanged
+        // writes again before it asks for the PDF: that overwrote the earlier paper's text
+        // with the landing page's, and a PDF that had changed overwrote the earlier PDF. The
+        // landing page's file, once the paper is recorded, is removed by the worker.
         let landing_stem = from
             .replaces
             .filter(|p| paper && p.parent() == Some(dir.as_path()))
             .and_then(|p| p.file_stem())
-            .map(|s| s.to_string_lossy().into_owned());
+            .map(|s| format!("{}-{}", s.to_string_lossy(), &sha256[..8]));
         let stem = landing_stem
             .unwrap_or_else(|| format!("{}-{}-{}", slug(named_by), from.job_id, &sha256[..8]));
         let path = dir.join(format!("{stem}.md"));

@@ -129,7 +129,13 @@ fn a_paper_replaces_its_landing_page_with_the_abstract_and_keeps_its_pdf() {
     let paper = lib
         .save(&of_pdf, &pdf, SaveOptions::default())
         .expect("paper");
-    assert_eq!(paper.path, page.path, "one document per version of a paper");
+    // One document per version of a paper: named after its landing page and its PDF (the
+    // worker removes the landing page's file once the paper is recorded).
+    let page_stem = page.path.file_stem().expect("stem").to_string_lossy();
+    assert_eq!(
+        paper.path.file_name().expect("name").to_string_lossy(),
+        format!("{page_stem}-{}.md", &paper.sha256[..8])
+    );
     let text = std::fs::read_to_string(&paper.path).expect("read");
     let (meta, body) = read_document(&text).expect("front matter");
     assert_eq!(meta["full_text"], true);
@@ -158,7 +164,95 @@ fn a_paper_replaces_its_landing_page_with_the_abstract_and_keeps_its_pdf() {
         std::fs::read_dir(paper.path.parent().expect("dir"))
             .expect("ls")
             .count(),
-        2
+        3,
+        "the landing page's document, the paper's and its PDF"
+    );
+}
+
+/// A re-fetch that finds the landing page unchanged writes it again under its own name; the
+/// paper saved before keeps its text and its PDF, and a new PDF is a new version beside it.
+#[test]
+fn a_refetch_that_finds_the_landing_page_unchanged_keeps_the_earlier_paper() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lib = Library::new(dir.path());
+    let landing = Fetched {
+        status: 200,
+        final_url: "https://journal.example/articles/42".into(),
+        content_type: Some("text/html".into()),
+        body: include_bytes!("../../../tests-fixtures/extract/scholarly.html").to_vec(),
+    };
+    let of_doi = Provenance {
+        url: "doi:10.5555/42",
+        host: "journal.example",
+        stage: Some(Stage::Landing),
+        ..from("")
+    };
+    let pdf = |body: &[u8]| Fetched {
+        status: 200,
+        final_url: "https://journal.example/articles/42.pdf".into(),
+        content_type: Some("application/pdf".into()),
+        body: body.to_vec(),
+    };
+    let first_pdf = include_bytes!("../../../tests-fixtures/extract/article.pdf");
+    let page = lib
+        .save(&of_doi, &landing, SaveOptions::default())
+        .expect("landing");
+    let paper = lib
+        .save(
+            &Provenance {
+                stage: Some(Stage::Pdf),
+                reference: Some(&page.reference),
+                replaces: Some(&page.path),
+                ..of_doi.clone()
+            },
+            &pdf(first_pdf),
+            SaveOptions::default(),
+        )
+        .expect("paper");
+    let paper_text = std::fs::read_to_string(&paper.path).expect("read");
+
+    // Fetched again: the same landing page.
+    let again = lib
+        .save(&of_doi, &landing, SaveOptions::default())
+        .expect("landing again");
+    assert_ne!(
+        again.path, paper.path,
+        "the landing page has a name of its own"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&paper.path).expect("read"),
+        paper_text,
+        "the earlier paper is kept as it was"
+    );
+    let (meta, _) = read_document(&paper_text).expect("front matter");
+    assert_eq!(meta["full_text"], true);
+    let first_pdf_path = paper
+        .path
+        .with_file_name(meta["pdf"].as_str().expect("pdf"));
+
+    // Its PDF has changed: a new version beside the old one, which keeps its bytes.
+    let second_pdf = include_bytes!("../../../tests-fixtures/extract/untitled.pdf");
+    assert_ne!(&first_pdf[..], &second_pdf[..]);
+    let newer = lib
+        .save(
+            &Provenance {
+                stage: Some(Stage::Pdf),
+                reference: Some(&again.reference),
+                replaces: Some(&again.path),
+                ..of_doi.clone()
+            },
+            &pdf(second_pdf),
+            SaveOptions::default(),
+        )
+        .expect("newer paper");
+    assert_ne!(newer.path, paper.path);
+    assert_eq!(
+        std::fs::read(&first_pdf_path).expect("the earlier PDF"),
+        first_pdf
+    );
+    assert_eq!(
+        std::fs::read_to_string(&paper.path).expect("read"),
+        paper_text
     );
 }
 

@@ -299,14 +299,72 @@ pub(super) async fn would_die(
     let Some(job) = load_job(tx, claimed.job_id).await? else {
         return Ok(false);
     };
+    Ok(death(&job, failure, policy, now, unit).is_some())
+}
+
+/// The death this failure would bring the job under the budget in force, if it would.
+fn death(
+    job: &Job,
+    failure: &Failure,
+    policy: &Policy,
+    now: Millis,
+    unit: f64,
+) -> Option<Decision> {
     let counters = Counters {
         max_retries: policy.max_retries,
         ..job.counters
     };
-    Ok(matches!(
-        policy::decide(policy, &counters, failure, now, unit),
-        Decision::Dead { .. }
-    ))
+    let decision = policy::decide(policy, &counters, failure, now, unit);
+    matches!(decision, Decision::Dead { .. }).then_some(decision)
+}
+
+/// Crash recovery of a job at its PDF stage whose interrupted attempt would use up its
+/// budget: done with its landing page, as SQLite's `stages::kept_after_crash`. `None` when the
+/// job is not such a job, for the usual recovery. The caller holds the row, running.
+pub(super) async fn kept_after_crash(
+    tx: &impl Conn,
+    job: &Job,
+    attempt: &AttemptRef<'_>,
+    failure: &Failure,
+    policy: &Policy,
+    now: Millis,
+) -> Result<Option<Failed>> {
+    if attempt.stage != Some(Stage::Pdf) {
+        return Ok(None);
+    }
+    let Some(decision) = death(job, failure, policy, now, 0.0) else {
+        return Ok(None);
+    };
+    tx.exec(
+        "UPDATE jobs SET status = 'done', lease_owner = NULL, finished_by = lease_owner, \
+             lease_until = NULL, error_class = NULL, error = NULL, updated_at = $2, \
+             finished_at = $2, attempt_started_at = NULL, stage = 'landing' \
+         WHERE id = $1 AND status = 'running'",
+        &[&job.id, &now],
+    )
+    .await?;
+    let error = format!("{}; the landing page is kept", failure.message);
+    let end = AttemptEnd {
+        outcome: if failure.kind == FailureKind::Interrupted {
+            "interrupted"
+        } else {
+            failure.class().as_str()
+        },
+        kind: Some(failure.kind),
+        http_status: failure.http_status,
+        error: Some(&error),
+        delay_ms: None,
+    };
+    end_attempt(tx, attempt, now, &end, false).await?;
+    let Some(job) = load_job(tx, job.id).await? else {
+        return Ok(None);
+    };
+    Ok(Some(Failed {
+        job,
+        failure: failure.clone(),
+        decision,
+        at: now,
+    }))
 }
 
 /// Successes after a rate limit win back one connection per [`RECOVERY_STREAK`].

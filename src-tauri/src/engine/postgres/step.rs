@@ -3,8 +3,8 @@
 
 use super::documents::{Stored, store_in};
 use super::outcomes::{
-    AttemptRef, COMPLETE_SQL, PutBack, apply_failure, complete_in, fail_in, kept_in, next_in,
-    put_back_in, would_die,
+    AttemptRef, COMPLETE_SQL, PutBack, apply_failure, complete_in, fail_in, kept_after_crash,
+    kept_in, next_in, put_back_in, would_die,
 };
 use super::rows::{Conn, JOB_COLUMNS, JOB_WIDTH, job_from_row};
 use super::{Db, transaction};
@@ -322,6 +322,14 @@ pub(super) async fn recover(
                     "interrupted: the worker stopped"
                 },
             );
+            // A PDF that crashes the worker every time leaves the job done with its landing
+            // page once its budget is spent, as a PDF out of retries does.
+            if let Some(kept) =
+                kept_after_crash(&tx, &r.job, &attempt, &failure, policy, now).await?
+            {
+                out.push(kept);
+                continue;
+            }
             out.push(apply_failure(&tx, &r.job, Some(&attempt), &failure, policy, now, 0.0).await?);
         }
         if !out.is_empty() {

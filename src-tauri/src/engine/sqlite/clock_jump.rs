@@ -10,6 +10,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::Store;
 use crate::engine::clock::{Millis, Reading};
+use crate::engine::policy::{MAX_RETRY_AFTER, Policy};
 use crate::engine::queue::{QueueError, Result};
 
 use crate::engine::clock::JUMP_THRESHOLD_MS;
@@ -78,8 +79,10 @@ impl Store {
                     store_anchor(tx, &now)?;
                     Ok((now, jump))
                 }
-                // A new boot (or the first reading ever): nothing to compare with.
+                // A new boot (or the first reading ever): nothing to compare with, so waits
+                // that no policy gives are cut back (DESIGN.md, "Time").
                 _ => {
+                    clamp_far_waits(tx, reading.wall)?;
                     let now = Anchor::of(reading);
                     store_anchor(tx, &now)?;
                     Ok((now, None))
@@ -105,6 +108,64 @@ fn store_anchor(tx: &Transaction<'_>, anchor: &Anchor) -> Result<()> {
         "INSERT INTO settings (key, value) VALUES (?1, ?2) \
          ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         params![ANCHOR_KEY, serde_json::to_string(anchor)?],
+    )?;
+    Ok(())
+}
+
+/// The longest wait the stored policy can give: a Retry-After's cap, the backoff's cap, or a
+/// lease (twice the timeout and a minute).
+fn longest_wait(tx: &Transaction<'_>) -> Result<Millis> {
+    let policy: Policy = tx
+        .query_row("SELECT value FROM settings WHERE key = 'policy'", [], |r| {
+            r.get::<_, String>(0)
+        })
+        .optional()?
+        .and_then(|v| serde_json::from_str(&v).ok())
+        .unwrap_or_default();
+    let lease = policy.timeout * 2 + std::time::Duration::from_secs(60);
+    Ok(MAX_RETRY_AFTER.max(policy.max_delay).max(lease).as_millis() as Millis)
+}
+
+/// On a new boot, no jump can be measured: a session whose wall clock was ahead (an RTC set
+/// to local time, a wrong date) and a restart with the right time left its waits as far off
+/// as the clock was, years for a wrong year. Here a wait is at most [`longest_wait`] from
+/// `now`, and a pending job's row written "in the future" (`updated_at > now`) waits what it
+/// was given to wait from when it was written, counted from now (a link pasted in that
+/// session is due at once, not in as long as the clock was ahead). Start times that lie ahead
+/// (a budget's, a rate limit's, an attempt's, a host's last request) become now. Pending jobs
+/// are found through each open batch's due index, from `now` on, so a restart reads only the
+/// jobs that wait.
+fn clamp_far_waits(tx: &Transaction<'_>, now: Millis) -> Result<()> {
+    let longest = longest_wait(tx)?;
+    let bound = now + longest;
+    tx.execute(
+        "UPDATE jobs SET \
+             run_at = CASE WHEN updated_at > ?1 THEN ?1 + min(max(run_at - updated_at, 0), ?2) \
+                 ELSE min(run_at, ?3) END, \
+             budget_started_at = min(budget_started_at, ?1), \
+             rate_limited_since = min(rate_limited_since, ?1) \
+         WHERE id IN (SELECT j.id FROM batches b INDEXED BY batches_rotation \
+                 CROSS JOIN jobs j INDEXED BY jobs_batch_due \
+             WHERE b.open = 1 AND j.batch_id = b.id AND j.status = 'pending' AND j.run_at > ?1 \
+               AND (j.updated_at > ?1 OR j.run_at > ?3))",
+        params![now, longest, bound],
+    )?;
+    tx.execute(
+        "UPDATE jobs INDEXED BY jobs_running_host SET lease_until = min(lease_until, ?2), \
+             budget_started_at = min(budget_started_at, ?1), \
+             rate_limited_since = min(rate_limited_since, ?1), \
+             attempt_started_at = min(attempt_started_at, ?1) \
+         WHERE status = 'running' AND (lease_until > ?2 OR budget_started_at > ?1 \
+             OR rate_limited_since > ?1 OR attempt_started_at > ?1)",
+        params![now, bound],
+    )?;
+    tx.execute(
+        "UPDATE hosts SET paused_until = ?1 WHERE paused_until > ?1",
+        [bound],
+    )?;
+    tx.execute(
+        "UPDATE hosts SET last_start_at = ?1 WHERE last_start_at > ?1",
+        [now],
     )?;
     Ok(())
 }
@@ -142,7 +203,7 @@ mod tests {
     use std::time::Duration;
 
     use crate::engine::clock::{Clock as _, ManualClock, Millis};
-    use crate::engine::policy::{Failure, FailureKind, NO_INTERVALS, Policy};
+    use crate::engine::policy::{Failure, FailureKind, MAX_RETRY_AFTER, NO_INTERVALS, Policy};
     use crate::engine::queue::{ClaimRequest, Finish, Status};
     use crate::engine::sqlite::Store;
     use crate::engine::sqlite::testing::job;
@@ -278,6 +339,68 @@ mod tests {
         let after = b.job(claimed[0].job_id).expect("job").expect("row");
         assert_eq!(after.run_at, before + 5 * 3_600_000);
         assert_eq!(after.status, Status::Pending);
+    }
+
+    /// A session with the wall clock three years ahead, then a restart with the right time:
+    /// nothing waits for that date. A link pasted then is due at once, a rate-limited one
+    /// and its host wait no longer than the longest wait a policy gives.
+    #[test]
+    fn after_a_session_with_the_clock_years_ahead_a_new_boot_waits_no_longer_than_a_policy_can() {
+        let right = 1_800_000_000_000;
+        let ahead = right + 3 * 365 * 24 * 3_600_000;
+        let clock = ManualClock::new(ahead);
+        let s = Store::open_in_memory().expect("open");
+        s.reconcile_clock(&clock.reading()).expect("first reading");
+        s.enqueue(None, &[job("https://slow.example/a")], 5, clock.now_ms())
+            .expect("enqueue");
+        let claimed = claim_one(&s, clock.now_ms());
+        let mut failure = Failure::new(FailureKind::RateLimited, "429 Too Many Requests");
+        failure.http_status = Some(429);
+        failure.retry_after = Some(Duration::from_secs(3600));
+        let policy = Policy {
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let mut finished = vec![(claimed[0].clone(), Finish::Failure { failure, unit: 0.0 })];
+        s.step(&mut finished, &policy, clock.now_ms(), None)
+            .expect("fail");
+        let pasted = s
+            .enqueue(None, &[job("https://quick.example/b")], 5, clock.now_ms())
+            .expect("enqueue");
+        let pasted_id = match pasted[0] {
+            crate::engine::queue::Enqueued::Queued { id, .. } => id,
+            ref other => panic!("{other:?}"),
+        };
+
+        let mut restarted = clock.reading();
+        restarted.boot_id = "the next boot".into();
+        restarted.boot = 5;
+        restarted.wall = right;
+        assert_eq!(s.reconcile_clock(&restarted).expect("new boot"), None);
+        let rate_limited = s.job(claimed[0].job_id).expect("job").expect("row");
+        assert_eq!(
+            rate_limited.run_at,
+            right + 3_600_000,
+            "the hour it was told to wait, from now"
+        );
+        assert!(rate_limited.counters.rate_limited_since <= Some(right));
+        let due = s.job(pasted_id).expect("job").expect("row");
+        assert_eq!(due.run_at, right, "due at once");
+        let wakeup = s.next_wakeup(right, &NO_INTERVALS).expect("wakeup");
+        assert!(
+            wakeup.is_some_and(|t| t <= right + MAX_RETRY_AFTER.as_millis() as Millis),
+            "{wakeup:?}"
+        );
+        let first = claim_one(&s, right);
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].job_id, pasted_id);
+        let later = right + MAX_RETRY_AFTER.as_millis() as Millis;
+        let again = claim_one(&s, later);
+        assert_eq!(
+            again.iter().map(|c| c.job_id).collect::<Vec<_>>(),
+            [claimed[0].job_id],
+            "the host's pause is over by then too"
+        );
     }
 
     #[test]

@@ -9,15 +9,16 @@ use crate::engine::policy::{self, Counters, Decision, ErrorClass, Failure, Failu
 use super::Store;
 use super::claim::claim_many;
 use super::hosts::queue_paused;
-use super::rows::{JOB_COLUMNS, JOB_WIDTH, job_from_row, kind_str, load_job, status_of};
+use super::rows::{JOB_COLUMNS, JOB_WIDTH, job_from_row, kind_str, load_job};
 use super::search::index_in;
-use super::stages::{kept_in, next_in, would_die};
+use super::stages::{kept_after_crash, kept_in, next_in, would_die};
 use crate::engine::queue::{
     ClaimRequest, Claimed, Failed, Finish, Job, Liveness, QueueError, Result, Settled, Stage, Step,
     Success,
 };
 
-/// Record a success, if the job is still this worker's. The row keeps the attempt: when it
+/// Record a success, if the job is still this worker's (its id, worker, attempt and URL: see
+/// [`AttemptRef::url`]). The row keeps the attempt: when it
 /// started, and who ran it (migration 0014). The metadata the page filled in replaces the
 /// stored one but for its tags: those the job has now stay (migration 0020).
 const COMPLETE_SQL: &str = "UPDATE jobs SET status = 'done', lease_owner = NULL, \
@@ -27,7 +28,7 @@ const COMPLETE_SQL: &str = "UPDATE jobs SET status = 'done', lease_owner = NULL,
          meta = CASE WHEN ?12 IS NULL THEN meta WHEN json_valid(meta) THEN \
          CASE WHEN meta -> '$.tags' IS NULL THEN json_remove(?12, '$.tags') \
          ELSE json_set(?12, '$.tags', meta -> '$.tags') END ELSE json_remove(?12, '$.tags') END \
-     WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?10";
+     WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?10 AND url = ?13";
 
 /// Write an attempt's history row when it ends.
 const END_ATTEMPT_SQL: &str = "INSERT INTO attempt_log (job_id, number, started_at, finished_at, \
@@ -57,7 +58,8 @@ fn complete_in(
         success
             .reference
             .as_ref()
-            .and_then(|r| serde_json::to_string(r).ok())
+            .and_then(|r| serde_json::to_string(r).ok()),
+        claimed.url
     ])?;
     let done = changed == 1;
     if done && let Some(doc) = &success.index {
@@ -117,14 +119,16 @@ pub(super) fn put_back_in(
             "UPDATE jobs SET status = 'pending', run_at = ?3, error_class = 'transient', error = ?4, \
                  http_status = NULL, lease_owner = NULL, lease_until = NULL, updated_at = ?3, \
                  attempt_started_at = NULL \
-             WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?5",
+             WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?5 \
+                 AND url = ?6",
         )?
         .execute(params![
             claimed.job_id,
             claimed.owner,
             now,
             format!("{} ({})", failure.message, why.note()),
-            claimed.attempt
+            claimed.attempt,
+            claimed.url
         ])?;
     let end = AttemptEnd {
         outcome: why.outcome(),
@@ -152,10 +156,11 @@ fn fail_in(
     let job = tx
         .prepare_cached(&format!(
             "SELECT {JOB_COLUMNS} FROM jobs j LEFT JOIN batches b ON b.id = j.batch_id \
-             WHERE j.id = ?1 AND j.status = 'running' AND j.lease_owner = ?2 AND j.attempts = ?3"
+             WHERE j.id = ?1 AND j.status = 'running' AND j.lease_owner = ?2 AND j.attempts = ?3 \
+                 AND j.url = ?4"
         ))?
         .query_row(
-            params![claimed.job_id, claimed.owner, claimed.attempt],
+            params![claimed.job_id, claimed.owner, claimed.attempt, claimed.url],
             job_from_row,
         )
         .optional()?;
@@ -227,16 +232,22 @@ fn record_host_success(tx: &Transaction<'_>, host: &str, per_host: u32) -> Resul
 /// worker that made it.
 pub(super) struct AttemptRef<'a> {
     job_id: i64,
+    /// The job's URL, which never changes, and which no other job in the queue has: SQLite
+    /// gives a job deleted as the newest one's id to the next job queued (ids are the rowid,
+    /// largest + 1), so id, worker and attempt number alone took a deleted job's late result
+    /// for the attempt 1 of the link queued after it.
+    url: &'a str,
     number: u32,
     started_at: Millis,
     worker: Option<&'a str>,
-    stage: Option<Stage>,
+    pub(super) stage: Option<Stage>,
 }
 
 impl<'a> From<&'a Claimed> for AttemptRef<'a> {
     fn from(c: &'a Claimed) -> Self {
         Self {
             job_id: c.job_id,
+            url: &c.url,
             number: c.attempt,
             started_at: c.started_at,
             worker: Some(&c.owner),
@@ -268,6 +279,15 @@ pub(super) fn end_attempt(
 ) -> Result<()> {
     let kind = end.kind.map(kind_str);
     if late {
+        // A job cancelled and then deleted has no history to add to, and the job that took
+        // its id since is another one.
+        let url: Option<String> = tx
+            .prepare_cached("SELECT url FROM jobs WHERE id = ?1")?
+            .query_row([at.job_id], |r| r.get(0))
+            .optional()?;
+        if url.as_deref() != Some(at.url) {
+            return Ok(());
+        }
         let replaced = tx
             .prepare_cached(
                 "UPDATE attempt_log SET finished_at = ?3, outcome = ?4, kind = ?5, http_status = ?6, \
@@ -284,10 +304,6 @@ pub(super) fn end_attempt(
                 end.delay_ms
             ])?;
         if replaced > 0 {
-            return Ok(());
-        }
-        // A job cancelled and then deleted has no history to add to.
-        if status_of(tx, at.job_id)?.is_none() {
             return Ok(());
         }
     }
@@ -530,6 +546,7 @@ impl Store {
                 }
                 let attempt = AttemptRef {
                     job_id: job.id,
+                    url: &job.url,
                     number: job.attempts,
                     started_at,
                     worker: owner.as_deref(),
@@ -543,6 +560,12 @@ impl Store {
                         "interrupted: the worker stopped"
                     },
                 );
+                // A PDF that crashes the worker every time leaves the job done with its
+                // landing page once its budget is spent, as a PDF out of retries does.
+                if let Some(kept) = kept_after_crash(tx, &job, &attempt, &failure, policy, now)? {
+                    out.push(kept);
+                    continue;
+                }
                 out.push(apply_failure(
                     tx,
                     &job,

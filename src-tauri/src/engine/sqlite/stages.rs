@@ -4,12 +4,12 @@
 use rusqlite::{Transaction, params};
 
 use crate::engine::clock::Millis;
-use crate::engine::policy::{self, Counters, Decision, Failure, Policy};
+use crate::engine::policy::{self, Counters, Decision, Failure, FailureKind, Policy};
 
 use super::outcomes::{AttemptEnd, AttemptRef, end_attempt};
 use super::rows::load_job;
 use super::search::index_in;
-use crate::engine::queue::{Claimed, Next, Result};
+use crate::engine::queue::{Claimed, Failed, Job, Next, Result, Stage};
 
 /// A stage done: the job goes on to the next one, due now, in the lane of the next request's
 /// host. Setting `run_at` and `host` fires the lane trigger (migration 0012). The stage's
@@ -24,7 +24,7 @@ const NEXT_STAGE_SQL: &str = "UPDATE jobs SET status = 'pending', run_at = ?3, s
          sha256 = coalesce(?12, sha256), error_class = ?13, error = ?14, http_status = ?15, \
          lease_owner = NULL, lease_until = NULL, updated_at = ?3, attempt_started_at = NULL, \
          rate_limited_since = NULL \
-     WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?16";
+     WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?16 AND url = ?17";
 
 /// Done with what an earlier stage saved: the attempt is in `attempt_log` as the failure it
 /// was, so the row does not repeat it as a success, and the job's stage is the landing page
@@ -32,7 +32,7 @@ const NEXT_STAGE_SQL: &str = "UPDATE jobs SET status = 'pending', run_at = ?3, s
 const KEPT_SQL: &str = "UPDATE jobs SET status = 'done', lease_owner = NULL, \
          finished_by = lease_owner, lease_until = NULL, error_class = NULL, error = NULL, \
          updated_at = ?3, finished_at = ?3, attempt_started_at = NULL, stage = 'landing' \
-     WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?4";
+     WHERE id = ?1 AND status = 'running' AND lease_owner = ?2 AND attempts = ?4 AND url = ?5";
 
 /// Move a job on to its next stage, if it is still this worker's; whether it was.
 pub(super) fn next_in(
@@ -65,7 +65,8 @@ pub(super) fn next_in(
         None::<&str>,
         failure.map(|f| f.message.as_str()),
         next.http_status,
-        claimed.attempt
+        claimed.attempt,
+        claimed.url
     ])?;
     let outcome = failure.map_or("success", |f| f.class().as_str());
     let end = AttemptEnd {
@@ -97,7 +98,8 @@ pub(super) fn kept_in(
         claimed.job_id,
         claimed.owner,
         now,
-        claimed.attempt
+        claimed.attempt,
+        claimed.url
     ])?;
     let error = format!("{}; the landing page is kept", failure.message);
     let end = AttemptEnd {
@@ -120,17 +122,74 @@ pub(super) fn would_die(
     now: Millis,
     unit: f64,
 ) -> Result<bool> {
-    let Some(job) = load_job(tx, claimed.job_id)? else {
+    let Some(job) = load_job(tx, claimed.job_id)?.filter(|j| j.url == claimed.url) else {
         return Ok(false);
     };
+    Ok(decide(&job, failure, policy, now, unit).is_some())
+}
+
+/// The death this failure would bring the job under the budget in force, if it would.
+fn decide(
+    job: &Job,
+    failure: &Failure,
+    policy: &Policy,
+    now: Millis,
+    unit: f64,
+) -> Option<Decision> {
     let counters = Counters {
         max_retries: policy.max_retries,
         ..job.counters
     };
-    Ok(matches!(
-        policy::decide(policy, &counters, failure, now, unit),
-        Decision::Dead { .. }
-    ))
+    let decision = policy::decide(policy, &counters, failure, now, unit);
+    matches!(decision, Decision::Dead { .. }).then_some(decision)
+}
+
+/// Crash recovery of a job at its PDF stage whose interrupted attempt would use up its
+/// budget (a PDF that kills the worker on every try): like a PDF out of retries in
+/// [`Store::step`](super::Store::step), the job ends done with its landing page, the attempt
+/// recorded as interrupted. `None` when the job is not such a job, for the usual recovery.
+pub(super) fn kept_after_crash(
+    tx: &Transaction<'_>,
+    job: &Job,
+    attempt: &AttemptRef<'_>,
+    failure: &Failure,
+    policy: &Policy,
+    now: Millis,
+) -> Result<Option<Failed>> {
+    if attempt.stage != Some(Stage::Pdf) {
+        return Ok(None);
+    }
+    let Some(decision) = decide(job, failure, policy, now, 0.0) else {
+        return Ok(None);
+    };
+    // Recovery read the row as running in this transaction.
+    tx.prepare_cached(
+        "UPDATE jobs SET status = 'done', lease_owner = NULL, finished_by = lease_owner, \
+             lease_until = NULL, error_class = NULL, error = NULL, updated_at = ?2, \
+             finished_at = ?2, attempt_started_at = NULL, stage = 'landing' \
+         WHERE id = ?1 AND status = 'running'",
+    )?
+    .execute(params![job.id, now])?;
+    let error = format!("{}; the landing page is kept", failure.message);
+    let end = AttemptEnd {
+        outcome: if failure.kind == FailureKind::Interrupted {
+            "interrupted"
+        } else {
+            failure.class().as_str()
+        },
+        kind: Some(failure.kind),
+        http_status: failure.http_status,
+        error: Some(&error),
+        delay_ms: None,
+    };
+    end_attempt(tx, attempt, now, &end, false)?;
+    let job = load_job(tx, job.id)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
+    Ok(Some(Failed {
+        job,
+        failure: failure.clone(),
+        decision,
+        at: now,
+    }))
 }
 
 #[cfg(test)]

@@ -547,7 +547,7 @@ impl Worker {
         for (claimed, finish, settled) in &step.settled {
             run.summary.count(self.report(claimed, finish, settled));
         }
-        self.remove_discarded_documents(&step.settled).await;
+        self.remove_orphaned_documents(&step.settled).await;
         // After the outcomes, which a database that refuses the finding must not hold up; the
         // claims stand, and a stall puts them back.
         if let Err(e) = self.save_network(now).await {
@@ -557,15 +557,25 @@ impl Worker {
     }
 
     /// A document saved for a job that was cancelled (or taken over) meanwhile belongs to no job:
-    /// it goes, unless the job's row names it (another worker saved the same one since).
-    async fn remove_discarded_documents(&self, settled: &[(Claimed, Finish, Settled)]) {
+    /// it goes, unless the job's row names it (another worker saved the same one since). So
+    /// does the landing page's document of a paper just recorded: the paper, named after it
+    /// and its PDF, holds its abstract (see `Library::save`).
+    async fn remove_orphaned_documents(&self, settled: &[(Claimed, Finish, Settled)]) {
         let written: Vec<(i64, String)> = settled
             .iter()
-            .filter(|(_, _, s)| matches!(s, Settled::Discarded))
-            .filter_map(|(claimed, finish, _)| {
-                let document = match finish {
-                    Finish::Success(success) => success.document.clone(),
-                    Finish::Next(next) => next.saved.as_ref().and_then(|s| s.document.clone()),
+            .filter_map(|(claimed, finish, settled)| {
+                let document = match (finish, settled) {
+                    (Finish::Success(success), Settled::Discarded) => success.document.clone(),
+                    (Finish::Next(next), Settled::Discarded) => {
+                        next.saved.as_ref().and_then(|s| s.document.clone())
+                    }
+                    (Finish::Success(success), Settled::Done)
+                        if claimed.stage == Some(Stage::Pdf)
+                            && success.document.is_some()
+                            && success.document != claimed.document =>
+                    {
+                        claimed.document.clone()
+                    }
                     _ => None,
                 };
                 document.map(|d| (claimed.job_id, d))
@@ -1113,6 +1123,12 @@ impl Worker {
                     tracing::warn!(job = job.id, "{what}. {when} (retry {n} of {of}).");
                 }
             }
+            // Recovery of a PDF that crashed the worker once too often.
+            (_, Status::Done) => tracing::warn!(
+                job = job.id,
+                "{what}. Done with the landing page, without the paper's full text (attempt {}).",
+                job.attempts
+            ),
             _ => {
                 let n = job.attempts;
                 tracing::error!(

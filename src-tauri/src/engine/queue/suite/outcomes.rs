@@ -66,6 +66,99 @@ super::on_every_backend! {
         .expect("a late result for a deleted job does not fail the step");
     }
 
+    fn a_late_result_of_a_deleted_job_never_lands_on_the_job_queued_after_it(s) {
+        // SQLite gives a new row the largest id + 1, so deleting the newest job frees its id
+        // for the next link pasted, which the same worker may then be running as its attempt 1.
+        let policy = Policy {
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let lease = Duration::from_secs(60);
+        s.enqueue(None, &[job("http://slow.example/big.pdf")], 5, 0)
+            .expect("enqueue");
+        let old = s.claim("w", 10, lease, 2).expect("claim").expect("a job");
+        s.cancel(&[old.job_id], 20).expect("cancel");
+        s.delete(&[old.job_id]).expect("delete");
+        s.enqueue(None, &[job("http://other.example/right")], 5, 30)
+            .expect("enqueue");
+        let new = s.claim("w", 30, lease, 2).expect("claim").expect("a job");
+        assert_eq!(new.url, "http://other.example/right");
+        let success = |c: &Claimed, document: &str| Success {
+            final_url: c.url.clone(),
+            http_status: 200,
+            title: Some(document.to_string()),
+            document: Some(document.to_string()),
+            content_type: None,
+            sha256: None,
+            reference: None,
+            index: None,
+        };
+        // The deleted job's fetch finishes first: it is discarded, the new job keeps running.
+        let step = s
+            .step(
+                &mut vec![(old.clone(), Finish::Success(success(&old, "big.md")))],
+                &policy,
+                40,
+                None,
+            )
+            .expect("step");
+        assert!(matches!(step.settled[0].2, Settled::Discarded));
+        let running = s.job(new.job_id).expect("read").expect("job");
+        assert_eq!(running.status, Status::Running);
+        assert_eq!(running.document, None);
+        // The new job's own attempt fails and is recorded; a late failure of the old fetch
+        // does not rewrite that attempt's history.
+        let mut f = Failure::new(FailureKind::ServerError, "500 Internal Server Error");
+        f.http_status = Some(500);
+        let step = s
+            .step(
+                &mut vec![(new.clone(), Finish::Failure { failure: f, unit: 0.0 })],
+                &policy,
+                50,
+                None,
+            )
+            .expect("step");
+        assert!(matches!(step.settled[0].2, Settled::Failed(_)));
+        let late = Failure::new(FailureKind::Timeout, "timed out");
+        s.step(
+            &mut vec![(old.clone(), Finish::Failure { failure: late, unit: 0.0 })],
+            &policy,
+            60,
+            None,
+        )
+        .expect("step");
+        s.step(
+            &mut vec![(old.clone(), Finish::Success(success(&old, "big.md")))],
+            &policy,
+            70,
+            None,
+        )
+        .expect("step");
+        let history = s.attempts(new.job_id).expect("attempts");
+        assert_eq!(history.len(), 1, "{history:?}");
+        assert_eq!(history[0].outcome.as_deref(), Some("transient"));
+        assert_eq!(history[0].http_status, Some(500));
+        // Its retry ends done with its own page.
+        let again = s
+            .claim("w", 1_000_000, lease, 2)
+            .expect("claim")
+            .expect("due");
+        assert_eq!(again.job_id, new.job_id);
+        let step = s
+            .step(
+                &mut vec![(again.clone(), Finish::Success(success(&again, "right.md")))],
+                &policy,
+                1_000_010,
+                None,
+            )
+            .expect("step");
+        assert!(matches!(step.settled[0].2, Settled::Done));
+        let done = s.job(new.job_id).expect("read").expect("job");
+        assert_eq!(done.status, Status::Done);
+        assert_eq!(done.document.as_deref(), Some("right.md"));
+        assert_eq!(done.url, "http://other.example/right");
+    }
+
     fn a_failure_backs_off_then_dies_with_its_history(s) {
         s.enqueue(None, &[job("http://a.example/")], 2, 0)
             .expect("enqueue");

@@ -200,4 +200,70 @@ super::on_every_backend! {
             Some("/lib/publisher.example/paper.md")
         );
     }
+
+    /// A PDF that kills the worker on every try (out of memory) is a PDF out of retries too:
+    /// crash recovery leaves the job done with its landing page, as the worker's own step
+    /// does, instead of dead with a document that is saved and indexed.
+    fn a_pdf_that_crashes_the_worker_every_time_leaves_the_job_done_with_its_landing_page(s) {
+        s.enqueue(None, &[job("https://publisher.example/paper")], 1, 0)
+            .expect("enqueue");
+        let lease = Duration::from_secs(60);
+        let policy = Policy {
+            max_retries: 1,
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let c = s.claim("w", 1, lease, 2).expect("claim").expect("job");
+        let page = Next {
+            stage: Stage::Pdf,
+            target: "https://cdn.example/paper.pdf".into(),
+            host: "cdn.example".into(),
+            http_status: Some(200),
+            failure: None,
+            reference: None,
+            saved: Some(Success {
+                document: Some("/lib/publisher.example/paper.md".into()),
+                ..Success::default()
+            }),
+        };
+        settle(s, &c, Finish::Next(Box::new(page)), &policy, 2);
+        // The first crash spends the one retry; the job waits for it.
+        let c = s.claim("w", 3, lease, 2).expect("claim").expect("job");
+        assert_eq!(c.stage, Some(Stage::Pdf));
+        let recovered = s.recover(&policy, 4, &|_| Liveness::Gone).expect("recover");
+        assert_eq!(recovered.len(), 1);
+        assert_eq!(recovered[0].job.status, Status::Pending);
+        // The second would use up the budget: the landing page is the document.
+        let c = s
+            .claim("w", 1_000_000, lease, 2)
+            .expect("claim")
+            .expect("job");
+        assert_eq!(c.stage, Some(Stage::Pdf));
+        let recovered = s
+            .recover(&policy, 1_000_001, &|_| Liveness::Gone)
+            .expect("recover");
+        assert_eq!(recovered.len(), 1, "reported like any recovered job");
+        assert_eq!(recovered[0].job.status, Status::Done);
+        let row = s.job(c.job_id).expect("job").expect("row");
+        assert_eq!(row.status, Status::Done);
+        assert_eq!(row.stage, Some(Stage::Landing));
+        assert_eq!(
+            row.document.as_deref(),
+            Some("/lib/publisher.example/paper.md")
+        );
+        assert_eq!((row.error_class, row.error), (None, None));
+        let history = s.attempts(c.job_id).expect("history");
+        let seen: Vec<_> = history
+            .iter()
+            .map(|a| (a.stage, a.outcome.as_deref()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (None, Some("success")),
+                (Some(Stage::Pdf), Some("interrupted")),
+                (Some(Stage::Pdf), Some("interrupted")),
+            ]
+        );
+    }
 }
