@@ -212,3 +212,81 @@ fn a_page_of_comments_keeps_them() {
     assert_has(&text, "the buzzers rang after it closed");
     assert_has(&text, "looks out to sea");
 }
+
+/// A paragraph long enough for Readability to take the article that holds it.
+const FILLER: &str = "Gravel moves through a braided river in pulses: a flood lifts the \
+    stones of one bar, carries them a few hundred metres and drops them on the next, where \
+    they wait for the flood after. We tagged four hundred stones on the middle reach and \
+    followed them for three seasons, measuring how far each one went in every flood and \
+    how deep it was buried when we found it again.";
+
+/// The Markdown of a page whose article is `body`, after a paragraph of [`FILLER`].
+fn article_with(body: &str) -> String {
+    let page = format!(
+        "<html><head><title>Sediment pulses</title></head><body><article>\
+         <h1>Sediment pulses</h1><p>{FILLER}</p>{body}</article></body></html>"
+    );
+    markdown(page.as_bytes(), ARTICLE_URL)
+}
+
+#[test]
+fn a_papers_discussion_and_what_follows_it_stay() {
+    for heading in [
+        "Discussion",
+        "4 Discussion",
+        "4. Discussion",
+        "Commentary",
+        "Responses to treatment",
+        "Reply to reviewers",
+        "Replies to objections",
+        "Thoughts on the method",
+        "Comments and replies in peer review",
+    ] {
+        let text = article_with(&format!(
+            "<h2>{heading}</h2><p>The pulses we saw are larger than the flume predicted.</p>\
+             <h2>Conclusions</h2><p>Bars store gravel for longer than one season.</p>\
+             <h2>References</h2><ol><li>Ashmore, P. (1991). How do gravel-bed rivers braid?</li></ol>"
+        ));
+        assert_has(&text, &format!("## {heading}"));
+        assert_has(&text, "larger than the flume predicted");
+        assert_has(&text, "Bars store gravel for longer than one season.");
+        assert_has(&text, "How do gravel-bed rivers braid?");
+    }
+}
+
+#[test]
+fn a_counted_or_named_comment_heading_still_ends_the_article() {
+    for heading in [
+        "12 Comments",
+        "Comments (3)",
+        "Discussion (12)",
+        "One Response",
+        "3 thoughts on \u{201c}Sediment pulses\u{201d}",
+        "2 Responses to \u{201c}Sediment pulses\u{201d}",
+        "Leave a Reply Cancel reply",
+        "Join the discussion",
+    ] {
+        let text = article_with(&format!(
+            "<p>The last paragraph of the post.</p><h3>{heading}</h3>\
+             <p>Marco: nice work on the tags, it must have taken a season to find them all.</p>"
+        ));
+        assert_has(&text, "The last paragraph of the post.");
+        assert_lacks(&text, "Marco");
+    }
+}
+
+/// Readability drops most comment threads itself; where one is left, a heading naming it
+/// right above it ("Discussion" over a Disqus thread) goes with it.
+#[test]
+fn a_discussion_heading_over_a_comment_thread_goes_with_it() {
+    let fragment = dom_query::Document::fragment(format!(
+        "<div><p>{FILLER}</p><h3>Discussion</h3><div id=\"disqus_thread\"><p>Marco: nice \
+         work.</p></div></div>"
+    ));
+    let root = fragment.root();
+    super::comments::cut_comments(&root);
+    let text = root.text();
+    assert_has(&text, "how deep it was buried");
+    assert_lacks(&text, "Discussion");
+    assert_lacks(&text, "Marco");
+}
