@@ -290,3 +290,43 @@ fn a_discussion_heading_over_a_comment_thread_goes_with_it() {
     assert_lacks(&text, "Discussion");
     assert_lacks(&text, "Marco");
 }
+
+#[test]
+fn headings_lines_and_cells_that_start_like_chrome_stay() {
+    let text = article_with(
+        "<h2>Copyright law after the Warhol ruling</h2><p>The court read fair use narrowly.</p>\
+         <h2>Most popular languages in 2024</h2><p>Python led again.</p>\
+         <p>Filed in March, the suit names three agencies.</p>\
+         <ul><li>Subscribe to a topic with MQTT</li><li>Publish a reading every minute</li></ul>\
+         <table><tr><th>Item</th><th>Value</th></tr>\
+         <tr><td>Share: 12%</td><td>2023</td></tr>\
+         <tr><td>Advertisement</td><td>$5,000</td></tr></table>",
+    );
+    assert_has(&text, "## Copyright law after the Warhol ruling");
+    assert_has(&text, "## Most popular languages in 2024");
+    assert_has(&text, "Filed in March, the suit names three agencies.");
+    assert_has(&text, "- Subscribe to a topic with MQTT");
+    assert_has(&text, "| Share: 12% | 2023 |");
+    assert_has(&text, "| Advertisement | $5,000 |");
+}
+
+#[test]
+fn chrome_labels_still_go() {
+    let text = article_with(
+        "<p>The last paragraph of the post.</p>\
+         <p>Filed under <a href=\"/c/rivers\">Rivers</a>, <a href=\"/c/field\">Fieldwork</a></p>\
+         <p>Posted in: Notes</p><h3>Related posts</h3><p>Advertisement</p>\
+         <p>Copyright 2024 River Notes</p><p>Subscribe to our newsletter for more.</p>",
+    );
+    assert_has(&text, "The last paragraph of the post.");
+    for chrome in [
+        "Filed under",
+        "Posted in",
+        "Related posts",
+        "Advertisement",
+        "Copyright",
+        "Subscribe",
+    ] {
+        assert_lacks(&text, chrome);
+    }
+}
