@@ -14,6 +14,7 @@ use super::intake::is_bidi_control;
 
 mod article;
 mod decode;
+pub(crate) mod fence;
 mod parse;
 mod pdf;
 use article::Attempts;
@@ -266,7 +267,7 @@ fn extract_html(
                 .ok_or_else(|| ExtractError::Unparsable(NO_READABLE_TEXT.into()))?
         }
     };
-    let text = tidy_text(&article.markdown);
+    let text = tidy_markdown(&article.markdown);
     if text.is_empty() {
         return Err(ExtractError::Unparsable(NO_READABLE_TEXT.into()));
     }
@@ -536,28 +537,56 @@ fn looks_iso8601(s: &str) -> bool {
 /// than tab are dropped: they have no place in a text file, and an escape sequence in one
 /// would act on the terminal of whoever prints it with `cat`.
 fn tidy_text(s: &str) -> String {
+    tidy(s, false)
+}
+
+/// [`tidy_text`] for Markdown: a fenced code block is kept as written (its blank lines and
+/// its trailing spaces are code), and a hard break (two spaces at a line's end: `<br>` in the
+/// page, an address's or a poem's lines) stays one.
+fn tidy_markdown(s: &str) -> String {
+    tidy(s, true)
+}
+
+fn tidy(s: &str, markdown: bool) -> String {
     let mut out = String::with_capacity(s.len());
     let mut blank_run = 0;
+    let mut fences = fence::Fences::default();
+    // The line written last ended in a hard break, which holds only before a line of its
+    // paragraph.
+    let mut hard_break = false;
     for line in s.lines() {
         let kept: String;
-        let line = if line.contains(|c: char| c.is_control() && c != '\t') {
-            kept = line
-                .chars()
-                .filter(|&c| !c.is_control() || c == '\t')
-                .collect();
-            kept.trim_end()
+        let dropped = |c: char| c.is_control() && c != '\t';
+        let line = if line.contains(dropped) {
+            kept = line.chars().filter(|&c| !dropped(c)).collect();
+            &kept
         } else {
-            line.trim_end()
+            line
         };
-        if line.trim().is_empty() {
+        if markdown && fences.is_code(line) {
+            if !out.is_empty() {
+                out.push_str(if blank_run > 0 { "\n\n" } else { "\n" });
+            }
+            blank_run = 0;
+            hard_break = false;
+            out.push_str(line);
+            continue;
+        }
+        let trimmed = line.trim_end();
+        if trimmed.trim_start().is_empty() {
             blank_run += 1;
             continue;
         }
         if !out.is_empty() {
+            if hard_break && blank_run == 0 {
+                out.push_str("  ");
+            }
             out.push_str(if blank_run > 0 { "\n\n" } else { "\n" });
         }
         blank_run = 0;
-        out.push_str(line);
+        hard_break =
+            markdown && line.ends_with("  ") && !trimmed.trim_start().starts_with(['#', '|']);
+        out.push_str(trimmed);
     }
     out
 }

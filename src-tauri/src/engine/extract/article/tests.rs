@@ -330,3 +330,13 @@ fn chrome_labels_still_go() {
         assert_lacks(&text, chrome);
     }
 }
+
+#[test]
+fn line_breaks_and_code_keep_their_lines() {
+    let text = article_with(
+        "<p>River Notes<br>12 Quay Street<br>Christchurch</p>\
+         <pre><code>def f():\n    x = 1   \n\n\n    return x</code></pre>",
+    );
+    assert_has(&text, "River Notes  \n12 Quay Street  \nChristchurch");
+    assert_has(&text, "def f():\n    x = 1   \n\n\n    return x\n```");
+}
