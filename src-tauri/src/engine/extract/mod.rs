@@ -505,11 +505,15 @@ fn resolve(base: &str, href: &str) -> String {
 /// lower-priority sources. Control characters count as space: a page's `<title>` may hold
 /// `&#27;[2J`, and a title printed by `gleaner jobs show` must not drive the terminal. Bidi
 /// controls (U+202E and the like, see [`is_bidi_control`]) are dropped: one in a title
-/// reorders the line it is shown on, in the window's table as in a terminal.
+/// reorders the line it is shown on, in the window's table as in a terminal. So are soft
+/// hyphens and zero-width spaces ([`is_invisible_in_metadata`]).
 fn clean(s: &str) -> Option<String> {
     let kept: String;
-    let s = if s.contains(is_bidi_control) {
-        kept = s.chars().filter(|&c| !is_bidi_control(c)).collect();
+    let s = if s.contains(|c| is_bidi_control(c) || is_invisible_in_metadata(c)) {
+        kept = s
+            .chars()
+            .filter(|&c| !is_bidi_control(c) && !is_invisible_in_metadata(c))
+            .collect();
         &kept
     } else {
         s
@@ -535,7 +539,8 @@ fn looks_iso8601(s: &str) -> bool {
 /// Trims trailing spaces and squeezes runs of blank lines, which both the
 /// Markdown serializer and PDF text output produce in abundance. Control characters other
 /// than tab are dropped: they have no place in a text file, and an escape sequence in one
-/// would act on the terminal of whoever prints it with `cat`.
+/// would act on the terminal of whoever prints it with `cat`. So are the characters that
+/// are not text ([`is_invisible`]).
 fn tidy_text(s: &str) -> String {
     tidy(s, false)
 }
@@ -556,7 +561,7 @@ fn tidy(s: &str, markdown: bool) -> String {
     let mut hard_break = false;
     for line in s.lines() {
         let kept: String;
-        let dropped = |c: char| c.is_control() && c != '\t';
+        let dropped = |c: char| (c.is_control() && c != '\t') || is_invisible(c);
         let line = if line.contains(dropped) {
             kept = line.chars().filter(|&c| !dropped(c)).collect();
             &kept
@@ -589,6 +594,19 @@ fn tidy(s: &str, markdown: bool) -> String {
         out.push_str(trimmed);
     }
     out
+}
+
+/// Characters that are not text in a document: a zero-width space, a word joiner, a
+/// byte-order mark inside text. They split a word for search and for `grep`.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{200b}' | '\u{2060}' | '\u{feff}')
+}
+
+/// What is not text in a title or the like: [`is_invisible`], and a soft hyphen (a place a word
+/// may break, which a title is not broken at). The text keeps its soft hyphens: see
+/// docs/ARCHITECTURE.md, "The article of an HTML page".
+fn is_invisible_in_metadata(c: char) -> bool {
+    c == '\u{ad}' || is_invisible(c)
 }
 
 // ---------------------------------------------------------------------------

@@ -340,3 +340,15 @@ fn line_breaks_and_code_keep_their_lines() {
     assert_has(&text, "River Notes  \n12 Quay Street  \nChristchurch");
     assert_has(&text, "def f():\n    x = 1   \n\n\n    return x\n```");
 }
+
+#[test]
+fn zero_width_spaces_and_a_titles_soft_hyphens_are_not_kept() {
+    let page = format!(
+        "<html><head><title>Die Bundes\u{ad}regierung\u{200b} tagt</title></head><body><article>\
+         <h1>Die Bundesregierung</h1><p>{FILLER} Die Bundes\u{200b}regierung tagt\u{2060}.</p>\
+         </article></body></html>"
+    );
+    let doc = extract(page.as_bytes(), Some("text/html"), ARTICLE_URL).expect("a document");
+    assert_has(&doc.text, "Die Bundesregierung tagt.");
+    assert_eq!(doc.title.as_deref(), Some("Die Bundesregierung tagt"));
+}
