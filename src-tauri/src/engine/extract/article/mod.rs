@@ -9,6 +9,7 @@ use dom_smoothie::{Config, ParsePolicy, Readability, ReadabilityError, TextMode}
 mod blocks;
 mod boilerplate;
 mod comments;
+mod links;
 mod math;
 mod short_post;
 mod text;
@@ -48,6 +49,7 @@ pub(crate) fn read(
     attempts: Attempts,
 ) -> Result<Option<Article>, ReadabilityError> {
     // Found before Readability runs, because it rewrites the tree.
+    let links_base = links::base_of(&dom, base);
     let survey = walk::survey(&dom);
     math::keep_mathjax(&survey.tex_scripts);
     let short = short_post::find(&dom, &survey.headings, base)
@@ -88,9 +90,9 @@ pub(crate) fn read(
     }
     let markdown = match (container.nodes().first(), short) {
         (Some(root), Some((post, comments))) if missed(root, &post, &comments, threshold) => {
-            read_short_post(&post, base)
+            read_short_post(&post, links_base.as_ref())
         }
-        (Some(root), _) => clean_markdown(root),
+        (Some(root), _) => clean_markdown(root, links_base.as_ref()),
         (None, _) => String::new(),
     };
     Ok(Some(Article {
@@ -115,10 +117,11 @@ fn missed(
     text::share_in(&found, comments) >= COMMENTS_SHARE || post.missed_by(&found, threshold)
 }
 
-fn clean_markdown(root: &NodeRef) -> String {
+fn clean_markdown(root: &NodeRef, base: Option<&url::Url>) -> String {
     comments::cut_comments(root);
     boilerplate::remove(root);
     boilerplate::remove_teasers(root);
+    links::settle(root, base);
     captions_before_tables(root);
     let formulas = math::take_formulas(root);
     formulas.put_back(root.md(None).to_string())
@@ -138,9 +141,9 @@ fn captions_before_tables(root: &NodeRef) {
     }
 }
 
-/// A short post's container, read on its own: what cannot be text goes, links are made
-/// absolute as Readability makes them, then the clean-up.
-fn read_short_post(post: &short_post::ShortPost, base: Option<&str>) -> String {
+/// A short post's container, read on its own: what cannot be text goes, links and pictures
+/// are made absolute as Readability makes them, then the clean-up.
+fn read_short_post(post: &short_post::ShortPost, base: Option<&url::Url>) -> String {
     let fragment = Document::fragment(post.html.as_str());
     fragment
         .select(
@@ -148,16 +151,14 @@ fn read_short_post(post: &short_post::ShortPost, base: Option<&str>) -> String {
              svg, object, embed",
         )
         .remove();
-    if let Some(base) = base.and_then(|b| url::Url::parse(b).ok()) {
-        for (selector, attr) in [("a[href]", "href"), ("img[src]", "src")] {
-            for node in fragment.select(selector).nodes() {
-                if let Some(absolute) = node.attr(attr).and_then(|v| base.join(v.trim()).ok()) {
-                    node.set_attr(attr, absolute.as_str());
-                }
+    if let Some(base) = base {
+        for node in fragment.select("img[src]").nodes() {
+            if let Some(absolute) = node.attr("src").and_then(|v| base.join(v.trim()).ok()) {
+                node.set_attr("src", absolute.as_str());
             }
         }
     }
-    clean_markdown(&fragment.root())
+    clean_markdown(&fragment.root(), base)
 }
 
 #[cfg(test)]

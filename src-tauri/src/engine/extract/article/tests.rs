@@ -342,6 +342,28 @@ fn line_breaks_and_code_keep_their_lines() {
 }
 
 #[test]
+fn links_keep_web_targets_only_and_resolve_against_the_base() {
+    let page = format!(
+        "<html><head><title>Sediment pulses</title><base href=\"https://notes.example/docs/\">\
+         </head><body><article><h1>Sediment pulses</h1><p>{FILLER}</p>\
+         <p>The pages that go with this post: see <a href=\"httpd.html\">the server notes</a> for \
+         the set-up we used on the laptop in the field, then <a href=\"JavaScript:alert(1)\">run \
+         it</a> on the morning of a flood, check <a href=\"data:text/html,hi\">the data</a> that \
+         came back against the gauges, and read the note on the units.</p>\
+         </article></body></html>"
+    );
+    let text = markdown(page.as_bytes(), ARTICLE_URL);
+    assert_has(
+        &text,
+        "[the server notes](https://notes.example/docs/httpd.html)",
+    );
+    assert_lacks(&text, "JavaScript:");
+    assert_lacks(&text, "data:text");
+    assert_has(&text, "run it");
+    assert_has(&text, "the data");
+}
+
+#[test]
 fn zero_width_spaces_and_a_titles_soft_hyphens_are_not_kept() {
     let page = format!(
         "<html><head><title>Die Bundes\u{ad}regierung\u{200b} tagt</title></head><body><article>\
