@@ -22,6 +22,13 @@ pub(super) fn settle(root: &NodeRef, base: Option<&url::Url>) {
         .filter(|n| walk::named(n, &["a"]))
         .collect();
     for a in links {
+        // Markdown's writer takes a link's text without its line breaks: "DownloadPDF".
+        let breaks: Vec<NodeRef> = walk::elements(&a)
+            .filter(|n| walk::named(n, &["br"]))
+            .collect();
+        for br in breaks {
+            br.replace_with(&br.tree.new_text(" "));
+        }
         let Some(href) = a.attr("href") else {
             continue;
         };

@@ -123,8 +123,26 @@ fn clean_markdown(root: &NodeRef, base: Option<&url::Url>) -> String {
     boilerplate::remove_teasers(root);
     links::settle(root, base);
     captions_before_tables(root);
+    keep_cells_apart(root);
     let formulas = math::take_formulas(root);
     formulas.put_back(root.md(None).to_string())
+}
+
+/// Words in neighbouring cells, terms and their definitions stay apart when Markdown's writer
+/// runs them together: a table it cannot write as one (a cell spanning rows, a table inside
+/// a table) is written as its cells' text, and a definition list as its items' text.
+fn keep_cells_apart(root: &NodeRef) {
+    let cells: Vec<NodeRef> = walk::elements(root)
+        .filter(|n| walk::named(n, &["td", "th", "dt", "dd"]))
+        .collect();
+    for cell in cells {
+        if walk::named(&cell, &["dt", "dd"]) {
+            cell.rename("div");
+        } else {
+            // The writer trims a cell it writes as a table's; a flattened one keeps the space.
+            cell.append_child(&cell.tree.new_text(" "));
+        }
+    }
 }
 
 /// A table's caption becomes the paragraph before it: Markdown tables have no caption.

@@ -342,6 +342,22 @@ fn line_breaks_and_code_keep_their_lines() {
 }
 
 #[test]
+fn cells_terms_and_broken_link_text_keep_their_words_apart() {
+    let text = article_with(
+        "<table><tr><td rowspan=\"2\">2023</td><td>May</td><td>310</td></tr>\
+         <tr><td>June</td><td>120</td></tr></table>\
+         <dl><dt>Boiling point</dt><dd>100 \u{b0}C</dd></dl>\
+         <p>Get it: <a href=\"/report.pdf\">Download<br>PDF</a></p>",
+    );
+    assert_lacks(&text, "2023May");
+    assert_has(&text, "2023 May 310");
+    assert_lacks(&text, "point100");
+    assert_has(&text, "Boiling point");
+    assert_lacks(&text, "DownloadPDF");
+    assert_has(&text, "[Download PDF](https://notes.example/report.pdf)");
+}
+
+#[test]
 fn links_keep_web_targets_only_and_resolve_against_the_base() {
     let page = format!(
         "<html><head><title>Sediment pulses</title><base href=\"https://notes.example/docs/\">\
