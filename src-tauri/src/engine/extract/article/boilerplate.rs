@@ -63,7 +63,7 @@ pub(super) fn remove(root: &NodeRef) {
             && c.link_words <= TAG_WORDS * c.links
             && c.words.saturating_sub(c.link_words) <= TAG_OTHER_WORDS
             && before >= TAG_AFTER_WORDS;
-        if headlines || tags {
+        if (headlines && !is_reference_list(node)) || tags {
             links.push((*node, c.chars));
         } else if is_line(node)
             && c.words > 0
@@ -86,6 +86,40 @@ pub(super) fn remove(root: &NodeRef) {
             node.remove_from_parent();
         }
     }
+}
+
+/// Headings over a list of works cited: its titles are links, as other articles' headlines
+/// are, and they are the article's.
+const REFERENCE_HEADINGS: &[&str] = &[
+    "references",
+    "reference list",
+    "sources",
+    "notes",
+    "notes and references",
+    "footnotes",
+    "bibliography",
+    "selected bibliography",
+    "further reading",
+    "works cited",
+    "literature",
+    "literature cited",
+    "citations",
+];
+
+/// A list right under a heading of [`REFERENCE_HEADINGS`] ("4. References" too).
+fn is_reference_list(node: &NodeRef) -> bool {
+    if !walk::named(node, &["ol", "ul", "dl"]) {
+        return false;
+    }
+    node.prev_element_sibling()
+        .filter(|h| walk::named(h, &["h1", "h2", "h3", "h4", "h5", "h6"]))
+        .is_some_and(|h| {
+            let text = squeeze(&h.text());
+            let title = text
+                .trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c.is_whitespace())
+                .trim_end_matches(|c: char| !c.is_alphanumeric());
+            REFERENCE_HEADINGS.contains(&title)
+        })
 }
 
 /// How a line of a site's chrome starts, once lower-cased: words no article's line starts

@@ -380,6 +380,28 @@ fn links_keep_web_targets_only_and_resolve_against_the_base() {
 }
 
 #[test]
+fn a_reference_list_of_links_stays() {
+    let text = article_with(
+        "<h2>References</h2><ol>\
+         <li><a href=\"https://doi.org/10.1/a\">How do gravel-bed rivers braid</a></li>\
+         <li><a href=\"https://doi.org/10.1/b\">Bedload transport in braided channels</a></li>\
+         <li><a href=\"https://doi.org/10.1/c\">Tracer stones and the virtual velocity</a></li>\
+         </ol>",
+    );
+    assert_has(&text, "Bedload transport in braided channels");
+    assert_has(&text, "Tracer stones and the virtual velocity");
+}
+
+#[test]
+fn a_formula_in_a_table_cell_keeps_its_bars_inside_the_cell() {
+    let text = article_with(
+        "<table><tr><th>Quantity</th><th>Value</th></tr><tr><td><math alttext=\"|x|\">\
+         <mi>x</mi></math></td><td>1</td></tr></table>",
+    );
+    assert_has(&text, "| $\\|x\\|$ | 1 |");
+}
+
+#[test]
 fn zero_width_spaces_and_a_titles_soft_hyphens_are_not_kept() {
     let page = format!(
         "<html><head><title>Die Bundes\u{ad}regierung\u{200b} tagt</title></head><body><article>\
