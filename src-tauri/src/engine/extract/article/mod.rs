@@ -3,7 +3,7 @@
 //! out, and the rest becomes Markdown. A short post whose comments Readability took for the
 //! article is read from the heading that repeats the page's title (BENCHMARKS.md §12).
 
-use dom_query::{Document, NodeRef};
+use dom_query::{Document, NodeData, NodeRef};
 use dom_smoothie::{Config, ParsePolicy, Readability, ReadabilityError, TextMode};
 
 mod blocks;
@@ -125,7 +125,71 @@ fn clean_markdown(root: &NodeRef, base: Option<&url::Url>) -> String {
     captions_before_tables(root);
     keep_cells_apart(root);
     let formulas = math::take_formulas(root);
-    formulas.put_back(root.md(None).to_string())
+    let ampersand = hide_entity_ampersands(root);
+    let markdown = formulas.put_back(root.md(None).to_string());
+    match ampersand {
+        Some(placeholder) => markdown.replace(placeholder.as_str(), "\\&"),
+        None => markdown,
+    }
+}
+
+/// A page's text that reads as an entity ("Type &amp;nbsp;" shows `&nbsp;`): Markdown's writer
+/// leaves its `&`, and a Markdown reader would decode it (a real no-break space, a real
+/// U+202E from `&#x202E;`). Each such `&` outside code becomes a placeholder word, written
+/// back as `\&`; `None` when there is none.
+fn hide_entity_ampersands(root: &NodeRef) -> Option<String> {
+    let has_entity = |n: &NodeRef| {
+        n.query(|t| matches!(&t.data, NodeData::Text { contents } if entity_at(contents).is_some()))
+            .unwrap_or(false)
+    };
+    let texts: Vec<NodeRef> = root
+        .descendants_it()
+        .filter(|n| n.is_text() && has_entity(n))
+        .filter(|n| {
+            !n.ancestors_it(None)
+                .any(|a| walk::named(&a, &["pre", "code"]))
+        })
+        .collect();
+    if texts.is_empty() {
+        return None;
+    }
+    let all = root.text();
+    let mut placeholder = String::from("gleaneramp");
+    while all.contains(placeholder.as_str()) {
+        placeholder.push('x');
+    }
+    placeholder.push('q');
+    for text in texts {
+        text.update(|t| {
+            if let NodeData::Text { contents } = &mut t.data {
+                let mut out = String::with_capacity(contents.len() + 16);
+                let mut rest: &str = contents;
+                while let Some(at) = entity_at(rest) {
+                    out.push_str(&rest[..at]);
+                    out.push_str(&placeholder);
+                    rest = &rest[at + 1..];
+                }
+                out.push_str(rest);
+                *contents = out.into();
+            }
+        });
+    }
+    Some(placeholder)
+}
+
+/// Where the first `&` that starts an entity's spelling is (`&name;`, `&#123;`, `&#x1F;`).
+fn entity_at(text: &str) -> Option<usize> {
+    text.match_indices('&').map(|(i, _)| i).find(|&i| {
+        let rest = &text.as_bytes()[i + 1..];
+        let (body, digits): (&[u8], fn(&u8) -> bool) = match rest {
+            [b'#', b'x' | b'X', body @ ..] => (body, u8::is_ascii_hexdigit),
+            [b'#', body @ ..] => (body, u8::is_ascii_digit),
+            [first, ..] if first.is_ascii_alphabetic() => (rest, u8::is_ascii_alphanumeric),
+            _ => return false,
+        };
+        let n = body.iter().take_while(|b| digits(b)).count();
+        n > 0 && body.get(n) == Some(&b';')
+    })
 }
 
 /// Words in neighbouring cells, terms and their definitions stay apart when Markdown's writer

@@ -412,3 +412,14 @@ fn zero_width_spaces_and_a_titles_soft_hyphens_are_not_kept() {
     assert_has(&doc.text, "Die Bundesregierung tagt.");
     assert_eq!(doc.title.as_deref(), Some("Die Bundesregierung tagt"));
 }
+
+#[test]
+fn text_that_spells_an_entity_stays_spelled() {
+    let text = article_with(
+        "<p>Type &amp;nbsp; for a space that does not break, and &amp;#x202E; is the \
+         override; R&amp;D &amp; more stay as they are.</p><pre><code>a &amp;&amp; b &amp;amp;</code></pre>",
+    );
+    assert_has(&text, "Type \\&nbsp; for a space");
+    assert_has(&text, "and \\&#x202E; is the override; R&D & more stay");
+    assert_has(&text, "a && b &amp;");
+}
