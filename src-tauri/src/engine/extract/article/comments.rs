@@ -134,8 +134,11 @@ fn is_comment_heading(text: &str) -> bool {
         Some((first, rest)) if is_count(first) => (Some(*first), rest),
         _ => (None, &words[..]),
     };
+    // A count after the words is in brackets: "Discussion (12)", not a textbook's
+    // "Discussion 2".
+    let bracketed = t.trim_end().ends_with([')', ']']);
     let (trail, core) = match rest.split_last() {
-        Some((last, core)) if last.bytes().all(|b| b.is_ascii_digit()) => (true, core),
+        Some((last, core)) if bracketed && last.bytes().all(|b| b.is_ascii_digit()) => (true, core),
         _ => (false, rest),
     };
     let core = core.join(" ");

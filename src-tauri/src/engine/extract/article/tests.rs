@@ -235,6 +235,7 @@ fn a_papers_discussion_and_what_follows_it_stay() {
         "Discussion",
         "4 Discussion",
         "4. Discussion",
+        "Discussion 2",
         "Commentary",
         "Responses to treatment",
         "Reply to reviewers",
