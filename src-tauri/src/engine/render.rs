@@ -191,6 +191,16 @@ impl<'a, I: Iterator<Item = Event<'a>>> Guarded<'a, I> {
     }
 }
 
+/// `<br>`, `<br/>` or `<br />`, in any case: a tag with nothing in it to keep.
+fn is_line_break(html: &str) -> bool {
+    let inner = html.trim();
+    let Some(inner) = inner.strip_prefix('<').and_then(|t| t.strip_suffix('>')) else {
+        return false;
+    };
+    let inner = inner.strip_suffix('/').unwrap_or(inner).trim_end();
+    inner.eq_ignore_ascii_case("br")
+}
+
 fn safe_target(url: &str) -> bool {
     let lower = url.trim_start().to_ascii_lowercase();
     lower.starts_with("http://") || lower.starts_with("https://") || lower.starts_with('#')
@@ -206,6 +216,9 @@ impl<'a, I: Iterator<Item = Event<'a>>> Iterator for Guarded<'a, I> {
         loop {
             let event = self.inner.next()?;
             let out = match event {
+                // The extractor writes a line break inside a table cell (or a link's text) as
+                // `<br>`, the one place Markdown has none; it is that break, not its spelling.
+                Event::InlineHtml(t) if is_line_break(&t) => Event::HardBreak,
                 // Markup a page spelled out stays the text it is.
                 Event::Html(t) | Event::InlineHtml(t) => Event::Text(t),
                 // TeX is shown as the source it is, with its delimiters.
@@ -369,6 +382,21 @@ mod tests {
             let html = markdown_to_html(&format!("{prices}\n"));
             assert!(html.contains(prices) && !html.contains("<code>"), "{html}");
         }
+    }
+
+    /// A table cell's line breaks (`<br>` is the only way Markdown has to write one) are
+    /// breaks, not the letters of a tag; any other tag in a cell is still its text.
+    #[test]
+    fn a_line_break_in_a_table_cell_is_a_break() {
+        let html = markdown_to_html(
+            "| Address | Note |\n|---|---|\n| 1 Main St<br>Springfield<br/>USA<BR /> | <b>x</b> |\n",
+        );
+        assert!(
+            html.contains("<td>1 Main St<br>\nSpringfield<br>\nUSA<br>"),
+            "{html}"
+        );
+        assert!(!html.contains("&lt;br"), "{html}");
+        assert!(html.contains("&lt;b&gt;x&lt;/b&gt;"), "{html}");
     }
 
     #[test]

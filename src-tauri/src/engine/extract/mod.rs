@@ -14,6 +14,7 @@ use super::intake::is_bidi_control;
 
 mod article;
 mod decode;
+pub(crate) mod fence;
 mod parse;
 mod pdf;
 use article::Attempts;
@@ -266,7 +267,7 @@ fn extract_html(
                 .ok_or_else(|| ExtractError::Unparsable(NO_READABLE_TEXT.into()))?
         }
     };
-    let text = tidy_text(&article.markdown);
+    let text = tidy_markdown(&article.markdown);
     if text.is_empty() {
         return Err(ExtractError::Unparsable(NO_READABLE_TEXT.into()));
     }
@@ -504,11 +505,15 @@ fn resolve(base: &str, href: &str) -> String {
 /// lower-priority sources. Control characters count as space: a page's `<title>` may hold
 /// `&#27;[2J`, and a title printed by `gleaner jobs show` must not drive the terminal. Bidi
 /// controls (U+202E and the like, see [`is_bidi_control`]) are dropped: one in a title
-/// reorders the line it is shown on, in the window's table as in a terminal.
+/// reorders the line it is shown on, in the window's table as in a terminal. So are soft
+/// hyphens and zero-width spaces ([`is_invisible_in_metadata`]).
 fn clean(s: &str) -> Option<String> {
     let kept: String;
-    let s = if s.contains(is_bidi_control) {
-        kept = s.chars().filter(|&c| !is_bidi_control(c)).collect();
+    let s = if s.contains(|c| is_bidi_control(c) || is_invisible_in_metadata(c)) {
+        kept = s
+            .chars()
+            .filter(|&c| !is_bidi_control(c) && !is_invisible_in_metadata(c))
+            .collect();
         &kept
     } else {
         s
@@ -534,32 +539,74 @@ fn looks_iso8601(s: &str) -> bool {
 /// Trims trailing spaces and squeezes runs of blank lines, which both the
 /// Markdown serializer and PDF text output produce in abundance. Control characters other
 /// than tab are dropped: they have no place in a text file, and an escape sequence in one
-/// would act on the terminal of whoever prints it with `cat`.
+/// would act on the terminal of whoever prints it with `cat`. So are the characters that
+/// are not text ([`is_invisible`]).
 fn tidy_text(s: &str) -> String {
+    tidy(s, false)
+}
+
+/// [`tidy_text`] for Markdown: a fenced code block is kept as written (its blank lines and
+/// its trailing spaces are code), and a hard break (two spaces at a line's end: `<br>` in the
+/// page, an address's or a poem's lines) stays one.
+fn tidy_markdown(s: &str) -> String {
+    tidy(s, true)
+}
+
+fn tidy(s: &str, markdown: bool) -> String {
     let mut out = String::with_capacity(s.len());
     let mut blank_run = 0;
+    let mut fences = fence::Fences::default();
+    // The line written last ended in a hard break, which holds only before a line of its
+    // paragraph.
+    let mut hard_break = false;
     for line in s.lines() {
         let kept: String;
-        let line = if line.contains(|c: char| c.is_control() && c != '\t') {
-            kept = line
-                .chars()
-                .filter(|&c| !c.is_control() || c == '\t')
-                .collect();
-            kept.trim_end()
+        let dropped = |c: char| (c.is_control() && c != '\t') || is_invisible(c);
+        let line = if line.contains(dropped) {
+            kept = line.chars().filter(|&c| !dropped(c)).collect();
+            &kept
         } else {
-            line.trim_end()
+            line
         };
-        if line.trim().is_empty() {
+        if markdown && fences.is_code(line) {
+            if !out.is_empty() {
+                out.push_str(if blank_run > 0 { "\n\n" } else { "\n" });
+            }
+            blank_run = 0;
+            hard_break = false;
+            out.push_str(line);
+            continue;
+        }
+        let trimmed = line.trim_end();
+        if trimmed.trim_start().is_empty() {
             blank_run += 1;
             continue;
         }
         if !out.is_empty() {
+            if hard_break && blank_run == 0 {
+                out.push_str("  ");
+            }
             out.push_str(if blank_run > 0 { "\n\n" } else { "\n" });
         }
         blank_run = 0;
-        out.push_str(line);
+        hard_break =
+            markdown && line.ends_with("  ") && !trimmed.trim_start().starts_with(['#', '|']);
+        out.push_str(trimmed);
     }
     out
+}
+
+/// Characters that are not text in a document: a zero-width space, a word joiner, a
+/// byte-order mark inside text. They split a word for search and for `grep`.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{200b}' | '\u{2060}' | '\u{feff}')
+}
+
+/// What is not text in a title or the like: [`is_invisible`], and a soft hyphen (a place a word
+/// may break, which a title is not broken at). The text keeps its soft hyphens: see
+/// docs/ARCHITECTURE.md, "The article of an HTML page".
+fn is_invisible_in_metadata(c: char) -> bool {
+    c == '\u{ad}' || is_invisible(c)
 }
 
 // ---------------------------------------------------------------------------

@@ -688,12 +688,14 @@ fn extension_for(content_type: Option<&str>) -> &'static str {
 }
 
 /// A file-name-safe slug from the URL's path: "2024/05/great-story" → "2024-05-great-story".
-/// `text` with every ATX heading `by` levels lower, down to `######` at most.
+/// `text` with every ATX heading `by` levels lower, down to `######` at most; a fenced code
+/// block's `# comment` is no heading.
 fn demote_headings(text: &str, by: usize) -> String {
     let mut out = String::with_capacity(text.len() + 64);
+    let mut fences = crate::engine::extract::fence::Fences::default();
     for line in text.split_inclusive('\n') {
         let hashes = line.bytes().take_while(|b| *b == b'#').count();
-        if (1..=6).contains(&hashes) && line[hashes..].starts_with(' ') {
+        if !fences.is_code(line) && (1..=6).contains(&hashes) && line[hashes..].starts_with(' ') {
             out.push_str(&"#".repeat((hashes + by).min(6)));
             out.push_str(&line[hashes..]);
         } else {

@@ -659,6 +659,17 @@ fn a_papers_own_headings_sit_below_full_text() {
 }
 
 #[test]
+fn a_comment_in_a_code_block_is_no_heading_to_demote() {
+    assert_eq!(
+        demote_headings(
+            "# Setup\n\n```sh\n# install it\napt install x\n```\n\n## Use\n\n~~~\n## not either\n~~~\n",
+            2
+        ),
+        "### Setup\n\n```sh\n# install it\napt install x\n```\n\n#### Use\n\n~~~\n## not either\n~~~\n"
+    );
+}
+
+#[test]
 fn a_group_of_documents_syncs_each_of_their_folders_once_and_the_library_folder() {
     let dir = tempfile::tempdir().expect("tempdir");
     let lib = Library::new(dir.path());

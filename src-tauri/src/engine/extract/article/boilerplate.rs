@@ -4,7 +4,7 @@
 use super::walk;
 use dom_query::{NodeData, NodeRef};
 
-use super::blocks::count;
+use super::blocks::{Counts, count};
 use super::text::squeeze;
 
 /// A list of at least this many links whose words are mostly link words, at least this many
@@ -30,13 +30,21 @@ fn is_block(node: &NodeRef) -> bool {
     )
 }
 
+/// An element that may be a line of chrome.
 fn is_line(node: &NodeRef) -> bool {
     walk::named(
         node,
         &[
-            "p", "div", "li", "h1", "h2", "h3", "h4", "h5", "h6", "span", "dd", "dt", "td",
+            "p", "div", "li", "h1", "h2", "h3", "h4", "h5", "h6", "span", "dd", "dt", "td", "th",
         ],
     )
+}
+
+/// A table's cell is data unless no data starts so ("Share: 12%" is, "Print this page" is
+/// not); a cell of chrome is emptied, not taken out, since a table that loses a cell can no
+/// longer be written as a table.
+fn is_cell(node: &NodeRef) -> bool {
+    walk::named(node, &["td", "th"])
 }
 
 /// Removes blocks of headlines that link elsewhere and lines of tags (unless one holds half
@@ -55,12 +63,13 @@ pub(super) fn remove(root: &NodeRef) {
             && c.link_words <= TAG_WORDS * c.links
             && c.words.saturating_sub(c.link_words) <= TAG_OTHER_WORDS
             && before >= TAG_AFTER_WORDS;
-        if headlines || tags {
+        if (headlines && !is_reference_list(node)) || tags {
             links.push((*node, c.chars));
         } else if is_line(node)
             && c.words > 0
             && c.words <= SENTENCE_WORDS
-            && is_chrome(node, c.words)
+            && (is_chrome(node, c, is_cell(node))
+                || (c.words <= CHROME_WORDS && opens_with(node, &chrome)))
         {
             chrome.push(*node);
         }
@@ -71,45 +80,99 @@ pub(super) fn remove(root: &NodeRef) {
         }
     }
     for node in chrome {
-        node.remove_from_parent();
+        if is_cell(&node) {
+            node.remove_children();
+        } else {
+            node.remove_from_parent();
+        }
     }
 }
 
-/// How a line of a site's chrome starts, once lower-cased.
+/// Headings over a list of works cited: its titles are links, as other articles' headlines
+/// are, and they are the article's.
+const REFERENCE_HEADINGS: &[&str] = &[
+    "references",
+    "reference list",
+    "sources",
+    "notes",
+    "notes and references",
+    "footnotes",
+    "bibliography",
+    "selected bibliography",
+    "further reading",
+    "works cited",
+    "literature",
+    "literature cited",
+    "citations",
+];
+
+/// A list right under a heading of [`REFERENCE_HEADINGS`] ("4. References" too).
+fn is_reference_list(node: &NodeRef) -> bool {
+    if !walk::named(node, &["ol", "ul", "dl"]) {
+        return false;
+    }
+    node.prev_element_sibling()
+        .filter(|h| walk::named(h, &["h1", "h2", "h3", "h4", "h5", "h6"]))
+        .is_some_and(|h| {
+            let text = squeeze(&h.text());
+            let title = text
+                .trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c.is_whitespace())
+                .trim_end_matches(|c: char| !c.is_alphanumeric());
+            REFERENCE_HEADINGS.contains(&title)
+        })
+}
+
+/// How a line of a site's chrome starts, once lower-cased: words no article's line starts
+/// with.
 const CHROME_STARTS: &[&str] = &[
     "tags:",
-    "tags ",
     "tagged:",
-    "tagged with",
-    "tagged as",
-    "tagged //",
     "labels:",
-    "filed under",
-    "filed in",
     "categories:",
     "category:",
-    "posted in ",
-    "posted at ",
-    "share this",
     "share:",
-    "share on",
-    "share with",
+    "share this",
     "email this",
     "print this",
     "bookmark this",
     "bookmark the permalink",
-    "permalink",
     "trackback url",
     "related posts",
     "related articles",
     "related stories",
     "related links",
-    "related content",
     "you may also like",
     "you might also like",
     "recommended for you",
-    "more from",
     "more stories",
+    "more from",
+    "sign up for our",
+    "subscribe to our",
+    "follow us",
+    "©",
+    "all rights reserved",
+    "comments powered by",
+    "your email address will not be published",
+    "required fields are marked",
+    "you may use these html tags",
+];
+
+/// Chrome labels whose words an article's line may also start with ("Filed in March, the
+/// suit…", "Subscribe to a topic with MQTT", "Copyright law after…"): chrome only as the
+/// whole line, before a colon, or before links and nothing else ("Filed under [News]").
+const CHROME_LABELS: &[&str] = &[
+    "tags",
+    "tagged with",
+    "tagged as",
+    "tagged //",
+    "filed under",
+    "filed in",
+    "posted in",
+    "posted at",
+    "share on",
+    "share with",
+    "permalink",
+    "related content",
     "most popular",
     "most read",
     "most viewed",
@@ -118,15 +181,8 @@ const CHROME_STARTS: &[&str] = &[
     "sign up for",
     "subscribe to",
     "newsletter",
-    "follow us",
     "advertisement",
     "copyright",
-    "©",
-    "all rights reserved",
-    "comments powered by",
-    "your email address will not be published",
-    "required fields are marked",
-    "you may use these html tags",
 ];
 
 /// How the sentences of a blog's or a site's chrome start: a post's filing and feeds, a
@@ -142,6 +198,7 @@ const CHROME_SENTENCES: &[&str] = &[
 static FIRST_WORDS: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
     let mut words: Vec<&str> = CHROME_STARTS
         .iter()
+        .chain(CHROME_LABELS)
         .chain(CHROME_SENTENCES)
         .filter_map(|s| s.split(|c: char| !c.is_alphanumeric() && c != '©').next())
         .collect();
@@ -149,6 +206,16 @@ static FIRST_WORDS: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock
     words.dedup();
     words
 });
+
+/// Whether `node`'s first child with words is one of `chrome`, the lines found so far (a
+/// short block under a chrome label: "Most popular student blog posts", then its widget).
+fn opens_with(node: &NodeRef, chrome: &[NodeRef]) -> bool {
+    let first = node
+        .children_it(false)
+        .find(|child| child.is_element() || (child.is_text() && !child.text().trim().is_empty()));
+    // Children are judged just before their parent: a label is among the last found.
+    first.is_some_and(|first| chrome.iter().rev().any(|c| c.id == first.id))
+}
 
 /// The most words a line of chrome has; "all rights reserved" may close a longer one, and a
 /// chrome sentence may be longer still.
@@ -158,7 +225,8 @@ const SENTENCE_WORDS: usize = 60;
 
 /// Whether an element is a line of chrome. Most lines of an article cannot be, and their
 /// first word says so, read in place without copying the line's text.
-fn is_chrome(node: &NodeRef, words: usize) -> bool {
+fn is_chrome(node: &NodeRef, c: &Counts, cell: bool) -> bool {
+    let words = c.words;
     let mut first = None;
     let mut reserved = false;
     for text in node.descendants_it().filter(|d| d.is_text()) {
@@ -179,7 +247,7 @@ fn is_chrome(node: &NodeRef, words: usize) -> bool {
             .iter()
             .any(|w| first.starts_with(w) || w.starts_with(first.as_str()))
     });
-    (may_start || (reserved && words <= COPYRIGHT_WORDS)) && is_chrome_line(&node.text())
+    (may_start || (reserved && words <= COPYRIGHT_WORDS)) && is_chrome_line(&node.text(), c, cell)
 }
 
 /// The first word of a text (letters, digits and ©), lower-cased, at most 16 characters.
@@ -196,15 +264,74 @@ fn first_word(text: &str) -> Option<String> {
 
 /// Whether a line is chrome. Only its start is lower-cased (every start above is shorter
 /// than 64 characters), and the rest only if it may be a copyright line.
-fn is_chrome_line(text: &str) -> bool {
+fn is_chrome_line(text: &str, c: &Counts, cell: bool) -> bool {
     let words = text.split_whitespace().count();
     let head = squeeze_lower(text, 64);
     let head = head.trim_start_matches(|c: char| !c.is_alphanumeric() && c != '©');
-    (words <= CHROME_WORDS && CHROME_STARTS.iter().any(|s| head.starts_with(s)))
+    (words <= CHROME_WORDS
+        && CHROME_STARTS
+            .iter()
+            .any(|s| head.starts_with(s) && !(cell && s.ends_with(':'))))
+        || (words <= CHROME_WORDS
+            && !cell
+            && CHROME_LABELS
+                .iter()
+                .any(|s| head.starts_with(s) && labels(head, s, c)))
         || (words <= SENTENCE_WORDS && CHROME_SENTENCES.iter().any(|s| head.starts_with(s)))
         || (words <= COPYRIGHT_WORDS
             && mentions_reserved(text)
             && squeeze_lower(text, usize::MAX).contains("all rights reserved"))
+}
+
+/// Whether `label`, which starts `head`, labels its line: the whole line, before a colon,
+/// or before links and at most one more word ("Filed under [News], [Rivers]"; not "Most
+/// popular languages in 2024", nor a heading that is a link). A copyright line may instead
+/// have its year or its sign, and a post's time is a number ("Posted at 10:00 AM").
+fn labels(head: &str, label: &str, c: &Counts) -> bool {
+    let rest = &head[label.len()..];
+    if !rest.is_empty() && !rest.starts_with(|c: char| !c.is_alphanumeric()) {
+        return false; // "tagsets", "newsletters"
+    }
+    let after = rest.trim_start();
+    let label_words = label.split_whitespace().count();
+    let outside_links = c.words.saturating_sub(c.link_words);
+    let whole = head.len() < 64;
+    (whole && after.chars().all(|c| !c.is_alphanumeric()))
+        || (whole
+            && outside_links <= label_words + 4
+            && after
+                .rsplit(|c: char| !c.is_alphanumeric())
+                .find(|w| !w.is_empty())
+                .is_some_and(|w| CHROME_TAILS.contains(&w)))
+        || after.starts_with(':')
+        || (c.links > 0 && (label_words..=label_words + 1).contains(&outside_links))
+        || (label == "copyright" && starts_with_copyright_sign_or_year(after))
+        || (label == "posted at" && after.starts_with(|c: char| c.is_ascii_digit()))
+}
+
+/// The last words of a label that names what a site offers beside the article ("Most popular
+/// student blog posts", "Newsletter sign up"), which a heading of the article's own does not
+/// end with ("Most popular languages in 2024").
+const CHROME_TAILS: &[&str] = &[
+    "posts",
+    "stories",
+    "articles",
+    "entries",
+    "videos",
+    "photos",
+    "headlines",
+    "links",
+    "up",
+    "signup",
+    "updates",
+];
+
+/// "© 2006 …", "(c) 1999 …", "2004 by …": what follows the word "Copyright" in a notice.
+fn starts_with_copyright_sign_or_year(text: &str) -> bool {
+    let year = text.get(..4).is_some_and(|y| {
+        y.bytes().all(|b| b.is_ascii_digit()) && (y.starts_with("19") || y.starts_with("20"))
+    });
+    year || text.starts_with(['©', '@']) || text.starts_with("(c)")
 }
 
 fn mentions_reserved(text: &str) -> bool {

@@ -31,50 +31,155 @@ fn is_comment_word(w: &str) -> bool {
         || (starts("comment") && !starts("commentary"))
 }
 
-/// Headings that open a comment section: "12 Comments", "Leave a Reply", "Trackbacks"…
-const COMMENT_HEADINGS: &[&str] = &[
-    "comment",
-    "responses",
-    "response to",
-    "replies",
-    "reply",
+/// Headings that open a comment section whatever follows their first words: "Leave a Reply
+/// Cancel reply", "Join the discussion on…".
+const COMMENT_HEADING_STARTS: &[&str] = &[
     "leave a reply",
+    "leave a response",
     "leave a comment",
     "leave your comment",
+    "trackback",
+    "trackbacks",
+    "pingback",
+    "pingbacks",
     "post a comment",
     "post your comment",
     "add a comment",
     "add your comment",
-    "trackback",
-    "pingback",
-    "reader comments",
-    "readers' comments",
-    "readers comments",
+    "write a comment",
     "join the discussion",
     "join the conversation",
-    "discussion",
     "have your say",
-    "your comments",
     "speak your mind",
-    "what do you think",
-    "thoughts on",
-    "one response",
-    "one thought on",
-    "no comments",
-    "show comments",
-    "view comments",
-    "write a comment",
 ];
 
+/// Headings that open a comment section when they are whole, a count aside ("Comments (3)",
+/// "12 Responses", "No comments").
+const COMMENT_HEADINGS: &[&str] = &[
+    "comments",
+    "comment",
+    "responses",
+    "replies",
+    "reply",
+    "comments and trackbacks",
+    "reader comments",
+    "readers comments",
+    "user comments",
+    "your comments",
+    "show comments",
+    "view comments",
+    "comments are closed",
+    "what do you think",
+];
+
+/// Whole headings that are comments only with a count: a paper's "Discussion" is its text,
+/// "Discussion (12)" or "One thought" is not.
+const COUNTED_HEADINGS: &[&str] = &[
+    "discussion",
+    "discussions",
+    "thoughts",
+    "thought",
+    "response",
+];
+
+/// A blog's "3 thoughts on “Title”", "One Response to “Title”": a count, these words, and a
+/// quoted title ("2 Responses to treatment" is a paper's section).
+const COUNTED_ON: &[&str] = &[
+    "comments on",
+    "comment on",
+    "responses to",
+    "response to",
+    "replies to",
+    "reply to",
+    "thoughts on",
+    "thought on",
+];
+
+/// The words of a heading that may count its comments.
+const COUNT_WORDS: &[&str] = &[
+    "no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+];
+
+/// Words of a heading that, right before an element named as comments, make it theirs
+/// ("Discussion" over a Disqus thread).
+const COMMENT_WORDS: &[&str] = &[
+    "comment",
+    "comments",
+    "discussion",
+    "response",
+    "responses",
+    "replies",
+    "reply",
+    "thoughts",
+    "conversation",
+];
+
+/// Whether a heading opens a comment section: whole forms, or counted ones, never a bare
+/// prefix (a paper's "Discussion", "Commentary", "Responses to treatment" and "Reply to
+/// reviewers" are its text).
 fn is_comment_heading(text: &str) -> bool {
     let t = squeeze(text);
     if t.len() > 60 {
         return false;
     }
-    let t = t
-        .trim_matches(|c: char| !c.is_alphanumeric())
-        .trim_start_matches(|c: char| c.is_ascii_digit() || c.is_whitespace());
-    COMMENT_HEADINGS.iter().any(|s| t.starts_with(s))
+    let words = heading_words(&t);
+    let is_count = |w: &str| w.bytes().all(|b| b.is_ascii_digit()) || COUNT_WORDS.contains(&w);
+    if COMMENT_HEADING_STARTS
+        .iter()
+        .any(|h| starts_with_words(&words, h))
+    {
+        return true;
+    }
+    let (lead, rest) = match words.split_first() {
+        Some((first, rest)) if is_count(first) => (Some(*first), rest),
+        _ => (None, &words[..]),
+    };
+    // A count after the words is in brackets: "Discussion (12)", not a textbook's
+    // "Discussion 2".
+    let bracketed = t.trim_end().ends_with([')', ']']);
+    let (trail, core) = match rest.split_last() {
+        Some((last, core)) if bracketed && last.bytes().all(|b| b.is_ascii_digit()) => (true, core),
+        _ => (false, rest),
+    };
+    let core = core.join(" ");
+    if COMMENT_HEADINGS.contains(&core.as_str()) {
+        return true;
+    }
+    // A number before a singular word is a section's ("4 Discussion"), unless it is 1.
+    let counts = trail
+        || lead.is_some_and(|w| !w.bytes().all(|b| b.is_ascii_digit()) || w == "1")
+        || (lead.is_some() && core.ends_with('s'));
+    if counts && COUNTED_HEADINGS.contains(&core.as_str()) {
+        return true;
+    }
+    lead.is_some()
+        && COUNTED_ON.iter().any(|h| starts_with_words(rest, h))
+        && t.contains(['\u{201c}', '"', '\u{ab}', '\u{201e}', '\u{2018}'])
+}
+
+/// A heading's words: runs of letters and digits.
+fn heading_words(squeezed: &str) -> Vec<&str> {
+    squeezed
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+fn starts_with_words(words: &[&str], phrase: &str) -> bool {
+    phrase
+        .split(' ')
+        .enumerate()
+        .all(|(i, p)| words.get(i) == Some(&p))
+}
+
+/// A short heading naming comments, right before an element named as comments.
+fn heads_comment_markup(node: &NodeRef, text: &str) -> bool {
+    let t = squeeze(text);
+    t.len() <= 60
+        && heading_words(&t).iter().any(|w| COMMENT_WORDS.contains(w))
+        && node
+            .next_element_sibling()
+            .is_some_and(|n| is_comment_name(&n))
 }
 
 fn is_heading(node: &NodeRef) -> bool {
@@ -88,7 +193,10 @@ const ARTICLE_FIRST: usize = 10;
 /// Whether `node` opens a comment section: a comment heading, or an element named as
 /// comments, with words in it.
 fn opens_comments(node: &NodeRef) -> bool {
-    let heading = is_heading(node) && is_comment_heading(&node.text());
+    let heading = is_heading(node) && {
+        let text = node.text();
+        is_comment_heading(&text) || heads_comment_markup(node, &text)
+    };
     (heading || is_comment_name(node)) && has_words(node)
 }
 

@@ -88,11 +88,18 @@ pub(super) fn take_formulas(root: &NodeRef) -> Formulas {
         math.rename("span");
         math.remove_all_attrs();
         math.set_text(placeholder.as_str());
-        let markdown = if display {
+        let mut markdown = if display {
             format!("$${tex}$$")
         } else {
             format!("${tex}$")
         };
+        // Put back after the table is written: its `|` would end the cell (`$|x|$`).
+        if math
+            .ancestors_it(None)
+            .any(|a| walk::named(&a, &["td", "th"]))
+        {
+            markdown = markdown.replace('|', "\\|");
+        }
         taken.push((placeholder, markdown));
     }
     Formulas { taken }

@@ -3,12 +3,13 @@
 //! out, and the rest becomes Markdown. A short post whose comments Readability took for the
 //! article is read from the heading that repeats the page's title (BENCHMARKS.md §12).
 
-use dom_query::{Document, NodeRef};
+use dom_query::{Document, NodeData, NodeRef};
 use dom_smoothie::{Config, ParsePolicy, Readability, ReadabilityError, TextMode};
 
 mod blocks;
 mod boilerplate;
 mod comments;
+mod links;
 mod math;
 mod short_post;
 mod text;
@@ -48,6 +49,7 @@ pub(crate) fn read(
     attempts: Attempts,
 ) -> Result<Option<Article>, ReadabilityError> {
     // Found before Readability runs, because it rewrites the tree.
+    let links_base = links::base_of(&dom, base);
     let survey = walk::survey(&dom);
     math::keep_mathjax(&survey.tex_scripts);
     let short = short_post::find(&dom, &survey.headings, base)
@@ -88,9 +90,9 @@ pub(crate) fn read(
     }
     let markdown = match (container.nodes().first(), short) {
         (Some(root), Some((post, comments))) if missed(root, &post, &comments, threshold) => {
-            read_short_post(&post, base)
+            read_short_post(&post, links_base.as_ref())
         }
-        (Some(root), _) => clean_markdown(root),
+        (Some(root), _) => clean_markdown(root, links_base.as_ref()),
         (None, _) => String::new(),
     };
     Ok(Some(Article {
@@ -115,13 +117,96 @@ fn missed(
     text::share_in(&found, comments) >= COMMENTS_SHARE || post.missed_by(&found, threshold)
 }
 
-fn clean_markdown(root: &NodeRef) -> String {
+fn clean_markdown(root: &NodeRef, base: Option<&url::Url>) -> String {
     comments::cut_comments(root);
     boilerplate::remove(root);
     boilerplate::remove_teasers(root);
+    links::settle(root, base);
     captions_before_tables(root);
+    keep_cells_apart(root);
     let formulas = math::take_formulas(root);
-    formulas.put_back(root.md(None).to_string())
+    let ampersand = hide_entity_ampersands(root);
+    let markdown = formulas.put_back(root.md(None).to_string());
+    match ampersand {
+        Some(placeholder) => markdown.replace(placeholder.as_str(), "\\&"),
+        None => markdown,
+    }
+}
+
+/// A page's text that reads as an entity ("Type &amp;nbsp;" shows `&nbsp;`): Markdown's writer
+/// leaves its `&`, and a Markdown reader would decode it (a real no-break space, a real
+/// U+202E from `&#x202E;`). Each such `&` outside code becomes a placeholder word, written
+/// back as `\&`; `None` when there is none.
+fn hide_entity_ampersands(root: &NodeRef) -> Option<String> {
+    let has_entity = |n: &NodeRef| {
+        n.query(|t| matches!(&t.data, NodeData::Text { contents } if entity_at(contents).is_some()))
+            .unwrap_or(false)
+    };
+    let texts: Vec<NodeRef> = root
+        .descendants_it()
+        .filter(|n| n.is_text() && has_entity(n))
+        .filter(|n| {
+            !n.ancestors_it(None)
+                .any(|a| walk::named(&a, &["pre", "code"]))
+        })
+        .collect();
+    if texts.is_empty() {
+        return None;
+    }
+    let all = root.text();
+    let mut placeholder = String::from("gleaneramp");
+    while all.contains(placeholder.as_str()) {
+        placeholder.push('x');
+    }
+    placeholder.push('q');
+    for text in texts {
+        text.update(|t| {
+            if let NodeData::Text { contents } = &mut t.data {
+                let mut out = String::with_capacity(contents.len() + 16);
+                let mut rest: &str = contents;
+                while let Some(at) = entity_at(rest) {
+                    out.push_str(&rest[..at]);
+                    out.push_str(&placeholder);
+                    rest = &rest[at + 1..];
+                }
+                out.push_str(rest);
+                *contents = out.into();
+            }
+        });
+    }
+    Some(placeholder)
+}
+
+/// Where the first `&` that starts an entity's spelling is (`&name;`, `&#123;`, `&#x1F;`).
+fn entity_at(text: &str) -> Option<usize> {
+    text.match_indices('&').map(|(i, _)| i).find(|&i| {
+        let rest = &text.as_bytes()[i + 1..];
+        let (body, digits): (&[u8], fn(&u8) -> bool) = match rest {
+            [b'#', b'x' | b'X', body @ ..] => (body, u8::is_ascii_hexdigit),
+            [b'#', body @ ..] => (body, u8::is_ascii_digit),
+            [first, ..] if first.is_ascii_alphabetic() => (rest, u8::is_ascii_alphanumeric),
+            _ => return false,
+        };
+        let n = body.iter().take_while(|b| digits(b)).count();
+        n > 0 && body.get(n) == Some(&b';')
+    })
+}
+
+/// Words in neighbouring cells, terms and their definitions stay apart when Markdown's writer
+/// runs them together: a table it cannot write as one (a cell spanning rows, a table inside
+/// a table) is written as its cells' text, and a definition list as its items' text.
+fn keep_cells_apart(root: &NodeRef) {
+    let cells: Vec<NodeRef> = walk::elements(root)
+        .filter(|n| walk::named(n, &["td", "th", "dt", "dd"]))
+        .collect();
+    for cell in cells {
+        if walk::named(&cell, &["dt", "dd"]) {
+            cell.rename("div");
+        } else {
+            // The writer trims a cell it writes as a table's; a flattened one keeps the space.
+            cell.append_child(&cell.tree.new_text(" "));
+        }
+    }
 }
 
 /// A table's caption becomes the paragraph before it: Markdown tables have no caption.
@@ -138,9 +223,9 @@ fn captions_before_tables(root: &NodeRef) {
     }
 }
 
-/// A short post's container, read on its own: what cannot be text goes, links are made
-/// absolute as Readability makes them, then the clean-up.
-fn read_short_post(post: &short_post::ShortPost, base: Option<&str>) -> String {
+/// A short post's container, read on its own: what cannot be text goes, links and pictures
+/// are made absolute as Readability makes them, then the clean-up.
+fn read_short_post(post: &short_post::ShortPost, base: Option<&url::Url>) -> String {
     let fragment = Document::fragment(post.html.as_str());
     fragment
         .select(
@@ -148,16 +233,14 @@ fn read_short_post(post: &short_post::ShortPost, base: Option<&str>) -> String {
              svg, object, embed",
         )
         .remove();
-    if let Some(base) = base.and_then(|b| url::Url::parse(b).ok()) {
-        for (selector, attr) in [("a[href]", "href"), ("img[src]", "src")] {
-            for node in fragment.select(selector).nodes() {
-                if let Some(absolute) = node.attr(attr).and_then(|v| base.join(v.trim()).ok()) {
-                    node.set_attr(attr, absolute.as_str());
-                }
+    if let Some(base) = base {
+        for node in fragment.select("img[src]").nodes() {
+            if let Some(absolute) = node.attr("src").and_then(|v| base.join(v.trim()).ok()) {
+                node.set_attr("src", absolute.as_str());
             }
         }
     }
-    clean_markdown(&fragment.root())
+    clean_markdown(&fragment.root(), base)
 }
 
 #[cfg(test)]

@@ -212,3 +212,215 @@ fn a_page_of_comments_keeps_them() {
     assert_has(&text, "the buzzers rang after it closed");
     assert_has(&text, "looks out to sea");
 }
+
+/// A paragraph long enough for Readability to take the article that holds it.
+const FILLER: &str = "Gravel moves through a braided river in pulses: a flood lifts the \
+    stones of one bar, carries them a few hundred metres and drops them on the next, where \
+    they wait for the flood after. We tagged four hundred stones on the middle reach and \
+    followed them for three seasons, measuring how far each one went in every flood and \
+    how deep it was buried when we found it again.";
+
+/// The Markdown of a page whose article is `body`, after a paragraph of [`FILLER`].
+fn article_with(body: &str) -> String {
+    let page = format!(
+        "<html><head><title>Sediment pulses</title></head><body><article>\
+         <h1>Sediment pulses</h1><p>{FILLER}</p>{body}</article></body></html>"
+    );
+    markdown(page.as_bytes(), ARTICLE_URL)
+}
+
+#[test]
+fn a_papers_discussion_and_what_follows_it_stay() {
+    for heading in [
+        "Discussion",
+        "4 Discussion",
+        "4. Discussion",
+        "Discussion 2",
+        "Commentary",
+        "Responses to treatment",
+        "Reply to reviewers",
+        "Replies to objections",
+        "Thoughts on the method",
+        "Comments and replies in peer review",
+    ] {
+        let text = article_with(&format!(
+            "<h2>{heading}</h2><p>The pulses we saw are larger than the flume predicted.</p>\
+             <h2>Conclusions</h2><p>Bars store gravel for longer than one season.</p>\
+             <h2>References</h2><ol><li>Ashmore, P. (1991). How do gravel-bed rivers braid?</li></ol>"
+        ));
+        assert_has(&text, &format!("## {heading}"));
+        assert_has(&text, "larger than the flume predicted");
+        assert_has(&text, "Bars store gravel for longer than one season.");
+        assert_has(&text, "How do gravel-bed rivers braid?");
+    }
+}
+
+#[test]
+fn a_counted_or_named_comment_heading_still_ends_the_article() {
+    for heading in [
+        "12 Comments",
+        "Comments (3)",
+        "Discussion (12)",
+        "One Response",
+        "3 thoughts on \u{201c}Sediment pulses\u{201d}",
+        "2 Responses to \u{201c}Sediment pulses\u{201d}",
+        "Leave a Reply Cancel reply",
+        "Join the discussion",
+    ] {
+        let text = article_with(&format!(
+            "<p>The last paragraph of the post.</p><h3>{heading}</h3>\
+             <p>Marco: nice work on the tags, it must have taken a season to find them all.</p>"
+        ));
+        assert_has(&text, "The last paragraph of the post.");
+        assert_lacks(&text, "Marco");
+    }
+}
+
+/// Readability drops most comment threads itself; where one is left, a heading naming it
+/// right above it ("Discussion" over a Disqus thread) goes with it.
+#[test]
+fn a_discussion_heading_over_a_comment_thread_goes_with_it() {
+    let fragment = dom_query::Document::fragment(format!(
+        "<div><p>{FILLER}</p><h3>Discussion</h3><div id=\"disqus_thread\"><p>Marco: nice \
+         work.</p></div></div>"
+    ));
+    let root = fragment.root();
+    super::comments::cut_comments(&root);
+    let text = root.text();
+    assert_has(&text, "how deep it was buried");
+    assert_lacks(&text, "Discussion");
+    assert_lacks(&text, "Marco");
+}
+
+#[test]
+fn headings_lines_and_cells_that_start_like_chrome_stay() {
+    let text = article_with(
+        "<h2>Copyright law after the Warhol ruling</h2><p>The court read fair use narrowly.</p>\
+         <h2>Most popular languages in 2024</h2><p>Python led again.</p>\
+         <p>Filed in March, the suit names three agencies.</p>\
+         <ul><li>Subscribe to a topic with MQTT</li><li>Publish a reading every minute</li></ul>\
+         <table><tr><th>Item</th><th>Value</th></tr>\
+         <tr><td>Share: 12%</td><td>2023</td></tr>\
+         <tr><td>Advertisement</td><td>$5,000</td></tr></table>",
+    );
+    assert_has(&text, "## Copyright law after the Warhol ruling");
+    assert_has(&text, "## Most popular languages in 2024");
+    assert_has(&text, "Filed in March, the suit names three agencies.");
+    assert_has(&text, "- Subscribe to a topic with MQTT");
+    assert_has(&text, "| Share: 12% | 2023 |");
+    assert_has(&text, "| Advertisement | $5,000 |");
+}
+
+#[test]
+fn chrome_labels_still_go() {
+    let text = article_with(
+        "<p>The last paragraph of the post.</p>\
+         <p>Filed under <a href=\"/c/rivers\">Rivers</a>, <a href=\"/c/field\">Fieldwork</a></p>\
+         <p>Posted in: Notes</p><h3>Related posts</h3><p>Advertisement</p>\
+         <p>Copyright 2024 River Notes</p><p>Subscribe to our newsletter for more.</p>",
+    );
+    assert_has(&text, "The last paragraph of the post.");
+    for chrome in [
+        "Filed under",
+        "Posted in",
+        "Related posts",
+        "Advertisement",
+        "Copyright",
+        "Subscribe",
+    ] {
+        assert_lacks(&text, chrome);
+    }
+}
+
+#[test]
+fn line_breaks_and_code_keep_their_lines() {
+    let text = article_with(
+        "<p>River Notes<br>12 Quay Street<br>Christchurch</p>\
+         <pre><code>def f():\n    x = 1   \n\n\n    return x</code></pre>",
+    );
+    assert_has(&text, "River Notes  \n12 Quay Street  \nChristchurch");
+    assert_has(&text, "def f():\n    x = 1   \n\n\n    return x\n```");
+}
+
+#[test]
+fn cells_terms_and_broken_link_text_keep_their_words_apart() {
+    let text = article_with(
+        "<table><tr><td rowspan=\"2\">2023</td><td>May</td><td>310</td></tr>\
+         <tr><td>June</td><td>120</td></tr></table>\
+         <dl><dt>Boiling point</dt><dd>100 \u{b0}C</dd></dl>\
+         <p>Get it: <a href=\"/report.pdf\">Download<br>PDF</a></p>",
+    );
+    assert_lacks(&text, "2023May");
+    assert_has(&text, "2023 May 310");
+    assert_lacks(&text, "point100");
+    assert_has(&text, "Boiling point");
+    assert_lacks(&text, "DownloadPDF");
+    assert_has(&text, "[Download PDF](https://notes.example/report.pdf)");
+}
+
+#[test]
+fn links_keep_web_targets_only_and_resolve_against_the_base() {
+    let page = format!(
+        "<html><head><title>Sediment pulses</title><base href=\"https://notes.example/docs/\">\
+         </head><body><article><h1>Sediment pulses</h1><p>{FILLER}</p>\
+         <p>The pages that go with this post: see <a href=\"httpd.html\">the server notes</a> for \
+         the set-up we used on the laptop in the field, then <a href=\"JavaScript:alert(1)\">run \
+         it</a> on the morning of a flood, check <a href=\"data:text/html,hi\">the data</a> that \
+         came back against the gauges, and read the note on the units.</p>\
+         </article></body></html>"
+    );
+    let text = markdown(page.as_bytes(), ARTICLE_URL);
+    assert_has(
+        &text,
+        "[the server notes](https://notes.example/docs/httpd.html)",
+    );
+    assert_lacks(&text, "JavaScript:");
+    assert_lacks(&text, "data:text");
+    assert_has(&text, "run it");
+    assert_has(&text, "the data");
+}
+
+#[test]
+fn a_reference_list_of_links_stays() {
+    let text = article_with(
+        "<h2>References</h2><ol>\
+         <li><a href=\"https://doi.org/10.1/a\">How do gravel-bed rivers braid</a></li>\
+         <li><a href=\"https://doi.org/10.1/b\">Bedload transport in braided channels</a></li>\
+         <li><a href=\"https://doi.org/10.1/c\">Tracer stones and the virtual velocity</a></li>\
+         </ol>",
+    );
+    assert_has(&text, "Bedload transport in braided channels");
+    assert_has(&text, "Tracer stones and the virtual velocity");
+}
+
+#[test]
+fn a_formula_in_a_table_cell_keeps_its_bars_inside_the_cell() {
+    let text = article_with(
+        "<table><tr><th>Quantity</th><th>Value</th></tr><tr><td><math alttext=\"|x|\">\
+         <mi>x</mi></math></td><td>1</td></tr></table>",
+    );
+    assert_has(&text, "| $\\|x\\|$ | 1 |");
+}
+
+#[test]
+fn zero_width_spaces_and_a_titles_soft_hyphens_are_not_kept() {
+    let page = format!(
+        "<html><head><title>Die Bundes\u{ad}regierung\u{200b} tagt</title></head><body><article>\
+         <h1>Die Bundesregierung</h1><p>{FILLER} Die Bundes\u{200b}regierung tagt\u{2060}.</p>\
+         </article></body></html>"
+    );
+    let doc = extract(page.as_bytes(), Some("text/html"), ARTICLE_URL).expect("a document");
+    assert_has(&doc.text, "Die Bundesregierung tagt.");
+    assert_eq!(doc.title.as_deref(), Some("Die Bundesregierung tagt"));
+}
+
+#[test]
+fn text_that_spells_an_entity_stays_spelled() {
+    let text = article_with(
+        "<p>Type &amp;nbsp; for a space that does not break, and &amp;#x202E; is the \
+         override; R&amp;D &amp; more stay as they are.</p><pre><code>a &amp;&amp; b &amp;amp;</code></pre>",
+    );
+    assert_has(&text, "Type \\&nbsp; for a space");
+    assert_has(&text, "and \\&#x202E; is the override; R&D & more stay");
+    assert_has(&text, "a && b &amp;");
+}
