@@ -8,6 +8,7 @@
 
 mod commands;
 pub mod database;
+mod export;
 mod handover;
 mod library;
 mod tray;
@@ -302,7 +303,7 @@ pub fn build_app<R: Runtime>(
             commands::open_document,
             commands::open_library,
             commands::open_in_browser,
-            commands::export_library,
+            export::export_library,
             library::search_library,
             library::library_tags,
             library::read_document_of,
