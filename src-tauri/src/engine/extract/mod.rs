@@ -506,13 +506,13 @@ fn resolve(base: &str, href: &str) -> String {
 /// `&#27;[2J`, and a title printed by `gleaner jobs show` must not drive the terminal. Bidi
 /// controls (U+202E and the like, see [`is_bidi_control`]) are dropped: one in a title
 /// reorders the line it is shown on, in the window's table as in a terminal. So are soft
-/// hyphens and zero-width spaces ([`is_invisible_in_metadata`]).
+/// hyphens and zero-width spaces ([`is_invisible`]).
 fn clean(s: &str) -> Option<String> {
     let kept: String;
-    let s = if s.contains(|c| is_bidi_control(c) || is_invisible_in_metadata(c)) {
+    let s = if s.contains(|c| is_bidi_control(c) || is_invisible(c)) {
         kept = s
             .chars()
-            .filter(|&c| !is_bidi_control(c) && !is_invisible_in_metadata(c))
+            .filter(|&c| !is_bidi_control(c) && !is_invisible(c))
             .collect();
         &kept
     } else {
@@ -596,17 +596,11 @@ fn tidy(s: &str, markdown: bool) -> String {
     out
 }
 
-/// Characters that are not text in a document: a zero-width space, a word joiner, a
-/// byte-order mark inside text. They split a word for search and for `grep`.
+/// Characters that are not text: a soft hyphen (a place a word may break), a zero-width
+/// space, a word joiner, a byte-order mark inside text. In a stored document they split a word
+/// for search ("Bundes\u{ad}regierung" is two words to the index) and for `grep`.
 fn is_invisible(c: char) -> bool {
-    matches!(c, '\u{200b}' | '\u{2060}' | '\u{feff}')
-}
-
-/// What is not text in a title or the like: [`is_invisible`], and a soft hyphen (a place a word
-/// may break, which a title is not broken at). The text keeps its soft hyphens: see
-/// docs/ARCHITECTURE.md, "The article of an HTML page".
-fn is_invisible_in_metadata(c: char) -> bool {
-    c == '\u{ad}' || is_invisible(c)
+    matches!(c, '\u{ad}' | '\u{200b}' | '\u{2060}' | '\u{feff}')
 }
 
 // ---------------------------------------------------------------------------

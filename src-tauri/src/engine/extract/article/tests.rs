@@ -424,3 +424,9 @@ fn text_that_spells_an_entity_stays_spelled() {
     assert_has(&text, "and \\&#x202E; is the override; R&D & more stay");
     assert_has(&text, "a && b &amp;");
 }
+
+#[test]
+fn soft_hyphens_in_the_text_are_dropped() {
+    let text = article_with("<p>Die Bundes\u{ad}regierung tagt in Ber\u{ad}lin.</p>");
+    assert_has(&text, "Die Bundesregierung tagt in Berlin.");
+}
