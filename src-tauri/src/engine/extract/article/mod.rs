@@ -52,6 +52,7 @@ pub(crate) fn read(
     let links_base = links::base_of(&dom, base);
     let survey = walk::survey(&dom);
     math::keep_mathjax(&survey.tex_scripts);
+    breaks_in_code(&survey.pres);
     let short = short_post::find(&dom, &survey.headings, base)
         .map(|post| (post, comments::comment_shingles(&dom)));
     drop(survey);
@@ -190,6 +191,19 @@ fn entity_at(text: &str) -> Option<usize> {
         let n = body.iter().take_while(|b| digits(b)).count();
         n > 0 && body.get(n) == Some(&b';')
     })
+}
+
+/// A `<br>` in a code block is a line of its code: Markdown's writer takes only its text,
+/// and Readability turns two of them into a paragraph, even there. Done before Readability.
+fn breaks_in_code(pres: &[NodeRef]) {
+    for pre in pres {
+        let breaks: Vec<NodeRef> = walk::elements(pre)
+            .filter(|n| walk::named(n, &["br"]))
+            .collect();
+        for br in breaks {
+            br.replace_with(&br.tree.new_text("\n"));
+        }
+    }
 }
 
 /// Words in neighbouring cells, terms and their definitions stay apart when Markdown's writer

@@ -430,3 +430,9 @@ fn soft_hyphens_in_the_text_are_dropped() {
     let text = article_with("<p>Die Bundes\u{ad}regierung tagt in Ber\u{ad}lin.</p>");
     assert_has(&text, "Die Bundesregierung tagt in Berlin.");
 }
+
+#[test]
+fn a_line_break_in_a_code_block_is_a_line_of_code() {
+    let text = article_with("<pre><code>def g():<br>    return 2<br><br>g()</code></pre>");
+    assert_has(&text, "def g():\n    return 2\n\ng()\n```");
+}

@@ -22,12 +22,15 @@ pub(super) struct Survey<'a> {
     pub headings: Vec<(usize, NodeRef<'a>)>,
     /// MathJax's TeX: `<script type="math/tex…">`.
     pub tex_scripts: Vec<NodeRef<'a>>,
+    /// `<pre>` elements.
+    pub pres: Vec<NodeRef<'a>>,
 }
 
 pub(super) fn survey<'a>(dom: &'a Document) -> Survey<'a> {
     let mut survey = Survey {
         headings: Vec::new(),
         tex_scripts: Vec::new(),
+        pres: Vec::new(),
     };
     for node in part(dom, "body").iter().flat_map(elements) {
         let Some(name) = node.qual_name_ref() else {
@@ -37,6 +40,7 @@ pub(super) fn survey<'a>(dom: &'a Document) -> Survey<'a> {
             "h1" => survey.headings.push((0, node)),
             "h2" => survey.headings.push((1, node)),
             "h3" => survey.headings.push((2, node)),
+            "pre" => survey.pres.push(node),
             "script"
                 if node
                     .attr("type")
