@@ -23,6 +23,7 @@ pub(super) fn keep_mathjax(scripts: &[NodeRef]) {
 }
 
 /// The formulas taken out of an article, each behind a placeholder word in its text.
+#[derive(Default)]
 pub(super) struct Formulas {
     /// (placeholder, Markdown)
     taken: Vec<(String, String)>,
@@ -50,13 +51,10 @@ fn squeeze(s: &str) -> String {
     s.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
-/// Replaces each formula with TeX by a placeholder word (Markdown escaping leaves letters and
-/// digits alone), and drops the picture of it that some sites put beside it.
-pub(super) fn take_formulas(root: &NodeRef) -> Formulas {
-    let maths: Vec<NodeRef> = root
-        .descendants_it()
-        .filter(|n| walk::named(n, &["math"]))
-        .collect();
+/// Replaces each formula with TeX (`maths`, under `root`) by a placeholder word (Markdown
+/// escaping leaves letters and digits alone), and drops the picture of it that some sites put
+/// beside it. Done before Readability, which drops a formula hidden for screen readers.
+pub(super) fn take_formulas(root: &NodeRef, maths: Vec<NodeRef>) -> Formulas {
     if maths.is_empty() {
         return Formulas { taken: Vec::new() };
     }
@@ -67,17 +65,21 @@ pub(super) fn take_formulas(root: &NodeRef) -> Formulas {
     }
     let mut taken = Vec::new();
     for math in maths {
-        if math.parent().is_none() {
+        if !math.ancestors_it(None).any(|a| a.id == root.id) {
             continue; // inside a formula already taken
         }
         let Some(tex) = tex_of(&math) else {
             continue;
         };
         let display = math.attr("display").is_some_and(|d| &*d == "block");
+        lift_out_of_hiding(&math);
         if let Some(parent) = math.parent() {
             for img in parent.element_children() {
+                let fallback = img
+                    .attr("class")
+                    .is_some_and(|c| c.contains("mwe-math-fallback-image"));
                 if walk::named(&img, &["img"])
-                    && img.attr("alt").is_some_and(|alt| same_tex(&alt, &tex))
+                    && (fallback || img.attr("alt").is_some_and(|alt| same_tex(&alt, &tex)))
                 {
                     img.remove_from_parent();
                 }
@@ -103,6 +105,27 @@ pub(super) fn take_formulas(root: &NodeRef) -> Formulas {
         taken.push((placeholder, markdown));
     }
     Formulas { taken }
+}
+
+/// MediaWiki hides the MathML (`style="display: none"`, for screen readers) and shows a
+/// picture of it; Readability drops what is hidden. A formula alone in a hidden element takes
+/// that element's place.
+fn lift_out_of_hiding(math: &NodeRef) {
+    let Some(parent) = math.parent() else {
+        return;
+    };
+    let hidden = parent.attr("style").is_some_and(|style| {
+        let style: String = style
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .flat_map(char::to_lowercase)
+            .collect();
+        style.contains("display:none")
+    });
+    if hidden && parent.text().trim() == math.text().trim() {
+        parent.insert_before(math);
+        parent.remove_from_parent();
+    }
 }
 
 impl Formulas {

@@ -53,6 +53,14 @@ pub(crate) fn read(
     let survey = walk::survey(&dom);
     math::keep_mathjax(&survey.tex_scripts);
     breaks_in_code(&survey.pres);
+    // Before Readability, which drops MediaWiki's MathML (hidden for screen readers).
+    let formulas = match walk::part(&dom, "body") {
+        Some(body) => {
+            let maths = survey.maths.iter().chain(&survey.tex_scripts).copied();
+            math::take_formulas(&body, maths.collect())
+        }
+        None => math::Formulas::default(),
+    };
     let short = short_post::find(&dom, &survey.headings, base)
         .map(|post| (post, comments::comment_shingles(&dom)));
     drop(survey);
@@ -91,9 +99,9 @@ pub(crate) fn read(
     }
     let markdown = match (container.nodes().first(), short) {
         (Some(root), Some((post, comments))) if missed(root, &post, &comments, threshold) => {
-            read_short_post(&post, links_base.as_ref())
+            read_short_post(&post, links_base.as_ref(), &formulas)
         }
-        (Some(root), _) => clean_markdown(root, links_base.as_ref()),
+        (Some(root), _) => clean_markdown(root, links_base.as_ref(), &formulas),
         (None, _) => String::new(),
     };
     Ok(Some(Article {
@@ -118,14 +126,13 @@ fn missed(
     text::share_in(&found, comments) >= COMMENTS_SHARE || post.missed_by(&found, threshold)
 }
 
-fn clean_markdown(root: &NodeRef, base: Option<&url::Url>) -> String {
+fn clean_markdown(root: &NodeRef, base: Option<&url::Url>, formulas: &math::Formulas) -> String {
     comments::cut_comments(root);
     boilerplate::remove(root);
     boilerplate::remove_teasers(root);
     links::settle(root, base);
     captions_before_tables(root);
     keep_cells_apart(root);
-    let formulas = math::take_formulas(root);
     let ampersand = hide_entity_ampersands(root);
     let markdown = formulas.put_back(root.md(None).to_string());
     match ampersand {
@@ -239,7 +246,11 @@ fn captions_before_tables(root: &NodeRef) {
 
 /// A short post's container, read on its own: what cannot be text goes, links and pictures
 /// are made absolute as Readability makes them, then the clean-up.
-fn read_short_post(post: &short_post::ShortPost, base: Option<&url::Url>) -> String {
+fn read_short_post(
+    post: &short_post::ShortPost,
+    base: Option<&url::Url>,
+    formulas: &math::Formulas,
+) -> String {
     let fragment = Document::fragment(post.html.as_str());
     fragment
         .select(
@@ -254,7 +265,7 @@ fn read_short_post(post: &short_post::ShortPost, base: Option<&url::Url>) -> Str
             }
         }
     }
-    clean_markdown(&fragment.root(), base)
+    clean_markdown(&fragment.root(), base, formulas)
 }
 
 #[cfg(test)]

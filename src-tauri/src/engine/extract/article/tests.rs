@@ -436,3 +436,21 @@ fn a_line_break_in_a_code_block_is_a_line_of_code() {
     let text = article_with("<pre><code>def g():<br>    return 2<br><br>g()</code></pre>");
     assert_has(&text, "def g():\n    return 2\n\ng()\n```");
 }
+
+#[test]
+fn a_formula_mediawiki_hides_for_screen_readers_keeps_its_tex_not_its_picture() {
+    let text = article_with(
+        "<p>The threshold is <span class=\"mwe-math-element\"><span \
+         class=\"mwe-math-mathml-inline mwe-math-mathml-a11y\" style=\"display: none;\"><math \
+         alttext=\"{\\displaystyle \\theta _{c}}\"><semantics><msub><mi>\u{3b8}</mi><mi>c</mi>\
+         </msub><annotation encoding=\"application/x-tex\">{\\displaystyle \\theta _{c}}\
+         </annotation></semantics></math></span><img src=\"https://wikimedia.org/api/theta.svg\" \
+         class=\"mwe-math-fallback-image-inline\" alt=\"{\\displaystyle \\theta _{c}}\"></span> \
+         for this bed.</p>",
+    );
+    assert_has(
+        &text,
+        "The threshold is ${\\displaystyle \\theta _{c}}$ for this bed.",
+    );
+    assert_lacks(&text, "theta.svg");
+}

@@ -24,6 +24,8 @@ pub(super) struct Survey<'a> {
     pub tex_scripts: Vec<NodeRef<'a>>,
     /// `<pre>` elements.
     pub pres: Vec<NodeRef<'a>>,
+    /// MathML's `<math>` elements.
+    pub maths: Vec<NodeRef<'a>>,
 }
 
 pub(super) fn survey<'a>(dom: &'a Document) -> Survey<'a> {
@@ -31,6 +33,7 @@ pub(super) fn survey<'a>(dom: &'a Document) -> Survey<'a> {
         headings: Vec::new(),
         tex_scripts: Vec::new(),
         pres: Vec::new(),
+        maths: Vec::new(),
     };
     for node in part(dom, "body").iter().flat_map(elements) {
         let Some(name) = node.qual_name_ref() else {
@@ -41,6 +44,7 @@ pub(super) fn survey<'a>(dom: &'a Document) -> Survey<'a> {
             "h2" => survey.headings.push((1, node)),
             "h3" => survey.headings.push((2, node)),
             "pre" => survey.pres.push(node),
+            "math" => survey.maths.push(node),
             "script"
                 if node
                     .attr("type")
