@@ -216,6 +216,16 @@ impl Failure {
         self.kind.class()
     }
 
+    /// The outcome an attempt history records for it: its class, or `interrupted` for an
+    /// attempt a stopped worker left.
+    pub fn attempt_outcome(&self) -> &'static str {
+        if self.kind == FailureKind::Interrupted {
+            "interrupted"
+        } else {
+            self.class().as_str()
+        }
+    }
+
     /// For a job's `rate_limited_since`, which keeps the first value it is given: a rate limit
     /// at `now` starts the clock of `max_job_age`, anything else leaves it.
     pub fn rate_limited_at(&self, now: Millis) -> Option<Millis> {

@@ -345,11 +345,7 @@ pub(super) async fn kept_after_crash(
     .await?;
     let error = format!("{}; the landing page is kept", failure.message);
     let end = AttemptEnd {
-        outcome: if failure.kind == FailureKind::Interrupted {
-            "interrupted"
-        } else {
-            failure.class().as_str()
-        },
+        outcome: failure.attempt_outcome(),
         kind: Some(failure.kind),
         http_status: failure.http_status,
         error: Some(&error),
@@ -530,11 +526,7 @@ pub(super) async fn apply_failure(
     .await?;
     if let Some(attempt) = attempt {
         let end = AttemptEnd {
-            outcome: if failure.kind == FailureKind::Interrupted {
-                "interrupted"
-            } else {
-                failure.class().as_str()
-            },
+            outcome: failure.attempt_outcome(),
             kind: Some(failure.kind),
             http_status: failure.http_status,
             error: Some(&failure.message),

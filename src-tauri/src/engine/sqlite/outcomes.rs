@@ -380,11 +380,7 @@ fn apply_failure(
         ])?;
     if let Some(attempt) = attempt {
         let end = AttemptEnd {
-            outcome: if failure.kind == FailureKind::Interrupted {
-                "interrupted"
-            } else {
-                failure.class().as_str()
-            },
+            outcome: failure.attempt_outcome(),
             kind: Some(failure.kind),
             http_status: failure.http_status,
             error: Some(&failure.message),

@@ -4,7 +4,7 @@
 use rusqlite::{Transaction, params};
 
 use crate::engine::clock::Millis;
-use crate::engine::policy::{self, Counters, Decision, Failure, FailureKind, Policy};
+use crate::engine::policy::{self, Counters, Decision, Failure, Policy};
 
 use super::outcomes::{AttemptEnd, AttemptRef, end_attempt};
 use super::rows::load_job;
@@ -172,11 +172,7 @@ pub(super) fn kept_after_crash(
     .execute(params![job.id, now])?;
     let error = format!("{}; the landing page is kept", failure.message);
     let end = AttemptEnd {
-        outcome: if failure.kind == FailureKind::Interrupted {
-            "interrupted"
-        } else {
-            failure.class().as_str()
-        },
+        outcome: failure.attempt_outcome(),
         kind: Some(failure.kind),
         http_status: failure.http_status,
         error: Some(&error),
