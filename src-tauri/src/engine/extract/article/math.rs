@@ -137,3 +137,116 @@ impl Formulas {
         markdown
     }
 }
+
+/// TeX a page writes in its text for MathJax or KaTeX to typeset (`$q_s$`, `$$…$$`, `\(…\)`,
+/// `\[…\]`), taken out of text nodes outside code behind placeholder words, so the
+/// Markdown writer does not escape its `\`, `_` and `*`: the Markdown keeps it as written, and
+/// the reader shows it as TeX. `None` when there is none.
+pub(super) fn take_text_tex(root: &NodeRef) -> Option<Formulas> {
+    let texts: Vec<NodeRef> = root
+        .descendants_it()
+        .filter(|n| n.is_text())
+        .filter(|n| !n.text().is_empty() && !tex_runs(&n.text()).is_empty())
+        .filter(|n| {
+            !n.ancestors_it(None)
+                .any(|a| walk::named(&a, &["pre", "code", "script", "style"]))
+        })
+        .collect();
+    if texts.is_empty() {
+        return None;
+    }
+    let all = root.text();
+    let mut prefix = String::from("gleanertex");
+    while all.contains(prefix.as_str()) {
+        prefix.push('x');
+    }
+    let mut taken = Vec::new();
+    for node in texts {
+        let text = node.text().to_string();
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for (start, end) in tex_runs(&text) {
+            out.push_str(&text[at..start]);
+            let placeholder = format!("{prefix}{}q", taken.len());
+            out.push_str(&placeholder);
+            // `\(…\)` and `\[…\]` in Markdown are escaped brackets: the same math, in dollars.
+            let run = &text[start..end];
+            let run = if let Some(inner) = run.strip_prefix("\\(") {
+                format!("${}$", inner.trim_end_matches("\\)").trim())
+            } else if let Some(inner) = run.strip_prefix("\\[") {
+                format!("$${}$$", inner.trim_end_matches("\\]").trim())
+            } else {
+                run.to_string()
+            };
+            let in_cell = node
+                .ancestors_it(None)
+                .any(|a| walk::named(&a, &["td", "th"]));
+            taken.push((
+                placeholder,
+                if in_cell {
+                    run.replace('|', "\\|")
+                } else {
+                    run
+                },
+            ));
+            at = end;
+        }
+        out.push_str(&text[at..]);
+        node.set_text(out.as_str());
+    }
+    Some(Formulas { taken })
+}
+
+/// The byte ranges of TeX runs in `text`: `$$…$$`, `\(…\)` and `\[…\]` whole, and `$…$` only
+/// when it reads as TeX and not as two prices ("$5 and $10"): no space just inside either
+/// dollar, no digit or letter right after the closing one, and a TeX mark inside (`\`, `_`,
+/// `^`, `{`).
+fn tex_runs(text: &str) -> Vec<(usize, usize)> {
+    const MAX: usize = 2_000;
+    let bytes = text.as_bytes();
+    let mut runs = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let closing = |open: &str, close: &str, from: usize| -> Option<usize> {
+            let inner = &text[from + open.len()..];
+            let end = inner.find(close)?;
+            let body = &inner[..end];
+            (end > 0 && end <= MAX && !body.trim().is_empty() && !body.contains("$$"))
+                .then_some(from + open.len() + end + close.len())
+        };
+        let found = if text[i..].starts_with("$$") {
+            closing("$$", "$$", i)
+        } else if text[i..].starts_with("\\(") {
+            closing("\\(", "\\)", i)
+        } else if text[i..].starts_with("\\[") {
+            closing("\\[", "\\]", i)
+        } else if bytes[i] == b'$' && (i == 0 || !matches!(bytes[i - 1], b'\\' | b'$')) {
+            inline_dollar(text, i, MAX)
+        } else {
+            None
+        };
+        match found {
+            Some(end) => {
+                runs.push((i, end));
+                i = end;
+            }
+            None => i += text[i..].chars().next().map_or(1, char::len_utf8),
+        }
+    }
+    runs
+}
+
+fn inline_dollar(text: &str, at: usize, max: usize) -> Option<usize> {
+    let inner = &text[at + 1..];
+    let end = inner.find('$')?;
+    let body = &inner[..end];
+    let after = inner[end + 1..].chars().next();
+    let tex = body.len() <= max
+        && !body.is_empty()
+        && !body.starts_with(char::is_whitespace)
+        && !body.ends_with(char::is_whitespace)
+        && !body.contains('\n')
+        && body.contains(['\\', '_', '^', '{'])
+        && after.is_none_or(|c| !c.is_alphanumeric() && c != '$');
+    tex.then_some(at + 1 + end + 1)
+}

@@ -133,8 +133,13 @@ fn clean_markdown(root: &NodeRef, base: Option<&url::Url>, formulas: &math::Form
     links::settle(root, base);
     captions_before_tables(root);
     keep_cells_apart(root);
+    let text_tex = math::take_text_tex(root);
     let ampersand = hide_entity_ampersands(root);
     let markdown = formulas.put_back(root.md(None).to_string());
+    let markdown = match text_tex {
+        Some(tex) => tex.put_back(markdown),
+        None => markdown,
+    };
     match ampersand {
         Some(placeholder) => markdown.replace(placeholder.as_str(), "\\&"),
         None => markdown,

@@ -454,3 +454,31 @@ fn a_formula_mediawiki_hides_for_screen_readers_keeps_its_tex_not_its_picture() 
     );
     assert_lacks(&text, "theta.svg");
 }
+
+#[test]
+fn tex_written_in_the_text_stays_as_written_and_prices_stay_text() {
+    let page = br#"<!doctype html><html><head><title>Ratios</title></head><body><article>
+<h1>Ratios of small numbers</h1>
+<p>Let $\frac{a}{b}$ be a ratio with $x_1^*$ its first term, where the sample holds
+enough observations to make the estimate stable across every run of the experiment.</p>
+<p>In display form: $$\sum_{i=1}^{n} x_i = 1$$ and inline \(y_2\) as well, which a reader
+of the page sees typeset by MathJax once the script has run over the paragraph.</p>
+<p>The kit costs $5 and the manual $10, so the whole set is $15_000 for a class of thirty
+students, which the department pays from the budget it was given this year.</p>
+<pre><code>price = $a_b$</code></pre>
+</article></body></html>"#;
+    let text = markdown(page, "https://math.example/ratios.html");
+    assert_has(
+        &text,
+        r"Let $\frac{a}{b}$ be a ratio with $x_1^*$ its first term",
+    );
+    assert_has(&text, r"$$\sum_{i=1}^{n} x_i = 1$$");
+    assert_has(&text, "and inline $y_2$ as well");
+    // Prices are words, escaped as any text is.
+    assert_has(&text, "The kit costs $5 and the manual $10");
+    assert_lacks(&text, r"\frac{a}{b}\$");
+    assert_lacks(&text, r"x\_1");
+    // Code is the writer's, as before.
+    assert_has(&text, "price = $a_b$");
+    assert_lacks(&text, "gleanertex");
+}
