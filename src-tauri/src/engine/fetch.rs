@@ -69,6 +69,14 @@ impl Fetcher {
                 let target = attempt.url().to_string();
                 return attempt.error(RedirectError::Scheme(target));
             }
+            if attempt
+                .previous()
+                .first()
+                .is_some_and(|from| policy::crosses_into_local(from, attempt.url()))
+            {
+                let target = redact::url(attempt.url().as_str()).into_owned();
+                return attempt.error(RedirectError::Local(target));
+            }
             if attempt.previous().iter().any(|u| u == attempt.url()) {
                 let target = attempt.url().to_string();
                 return attempt.error(RedirectError::Loop(target));

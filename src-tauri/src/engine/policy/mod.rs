@@ -77,6 +77,9 @@ pub enum FailureKind {
     BadUrl,
     RedirectLoop,
     RedirectScheme,
+    /// A web address redirected to this computer or its local network (a router, a cloud
+    /// machine's metadata service).
+    RedirectLocal,
     Tls,
     TooLarge,
     Unparsable,
@@ -117,6 +120,7 @@ impl FailureKind {
                 | ClientError
                 | RedirectLoop
                 | RedirectScheme
+                | RedirectLocal
                 | Tls
                 | TooLarge
                 | Unparsable
@@ -133,8 +137,8 @@ impl FailureKind {
             | Local => ErrorClass::Transient,
             RateLimited => ErrorClass::RateLimited,
             Blocked => ErrorClass::Blocked,
-            ClientError | NoSuchHost | BadUrl | RedirectLoop | RedirectScheme | Tls | TooLarge
-            | Unparsable | BadRedirect | Refused => ErrorClass::Fatal,
+            ClientError | NoSuchHost | BadUrl | RedirectLoop | RedirectScheme | RedirectLocal
+            | Tls | TooLarge | Unparsable | BadRedirect | Refused => ErrorClass::Fatal,
         }
     }
 
@@ -170,6 +174,7 @@ impl FailureKind {
             BadUrl => "not a valid web address",
             RedirectLoop => "redirect loop",
             RedirectScheme => "redirected to a non-web address",
+            RedirectLocal => "redirected to this computer or its local network",
             Tls => "the secure (TLS) connection failed",
             TooLarge => "too large",
             Unparsable => "content cannot be read",
@@ -711,6 +716,52 @@ pub enum RedirectError {
     TooMany(u32),
     #[error("redirected to a non-http(s) address: {0}")]
     Scheme(String),
+    #[error("redirected from the web to this computer or its local network: {0}")]
+    Local(String),
+}
+
+/// Whether a redirect from `from` to `to` leads from the web into this computer or its local
+/// network: `to` names a loopback, private, link-local or unspecified address (or
+/// `localhost`) and `from` does not. A page on the web must not have Gleaner read a router's
+/// pages or a cloud machine's metadata service into the library, and on a lab's shared queue
+/// another member's. A name that only resolves to such an address is not seen here.
+pub fn crosses_into_local(from: &url::Url, to: &url::Url) -> bool {
+    is_local(to) && !is_local(from)
+}
+
+fn is_local(url: &url::Url) -> bool {
+    use std::net::IpAddr;
+    let ip = match url.host() {
+        Some(url::Host::Ipv4(v4)) => IpAddr::V4(v4),
+        Some(url::Host::Ipv6(v6)) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(v6),
+        },
+        Some(url::Host::Domain(name)) => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            return name == "localhost" || name.ends_with(".localhost");
+        }
+        None => return false,
+    };
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                // Carrier-grade NAT (100.64.0.0/10): a provider's or a VPN's own network.
+                || (a == 100 && (64..128).contains(&b))
+        }
+        IpAddr::V6(v6) => {
+            let first = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || (first & 0xfe00) == 0xfc00 // unique local
+                || (first & 0xffc0) == 0xfe80 // link-local
+        }
+    }
 }
 
 /// Classify a reqwest error by walking its whole `source()` chain.
@@ -724,6 +775,7 @@ pub fn kind_of_reqwest_error(err: &reqwest::Error) -> FailureKind {
         if let Some(r) = e.downcast_ref::<RedirectError>() {
             return match r {
                 RedirectError::Scheme(_) => FailureKind::RedirectScheme,
+                RedirectError::Local(_) => FailureKind::RedirectLocal,
                 RedirectError::Loop(_) | RedirectError::TooMany(_) => FailureKind::RedirectLoop,
             };
         }

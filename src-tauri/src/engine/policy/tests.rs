@@ -336,3 +336,48 @@ fn a_policy_that_cannot_work_as_meant_is_refused() {
     // Sub-second delays stay allowed: the tests and impatient users use them.
     assert_eq!(with(|p| p.base_delay = Duration::from_millis(200)), Ok(()));
 }
+
+#[test]
+fn a_redirect_from_the_web_into_this_computer_or_its_network_is_refused() {
+    let u = |s: &str| url::Url::parse(s).expect("url");
+    let web = u("https://journal.example.org/article/1");
+    for local in [
+        "http://127.0.0.1:8888/admin",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://192.168.1.1/",
+        "http://10.0.0.5/",
+        "http://172.16.3.4/",
+        "http://100.64.0.1/",
+        "http://0.0.0.0/",
+        "http://[::1]/",
+        "http://[fe80::1]/",
+        "http://[fd12::1]/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://localhost:3000/",
+        "http://app.localhost/",
+    ] {
+        assert!(crosses_into_local(&web, &u(local)), "{local}");
+    }
+    for public in [
+        "https://www.journal.example.org/article/1",
+        "http://93.184.216.34/",
+        "http://[2606:2800:220:1::]/",
+        "http://172.32.0.1/",
+    ] {
+        assert!(!crosses_into_local(&web, &u(public)), "{public}");
+    }
+    // A link the user gave to this computer may move about on it.
+    assert!(!crosses_into_local(
+        &u("http://localhost:8080/notes"),
+        &u("http://127.0.0.1:8080/notes/")
+    ));
+    assert!(!crosses_into_local(
+        &u("http://192.168.1.20/wiki"),
+        &u("http://192.168.1.20:8080/wiki")
+    ));
+    assert_eq!(
+        FailureKind::RedirectLocal.class(),
+        ErrorClass::Fatal,
+        "never retried"
+    );
+}
