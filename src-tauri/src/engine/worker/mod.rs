@@ -511,7 +511,7 @@ impl Worker {
     /// does the landing page's document of a paper just recorded: the paper, named after it
     /// and its PDF, holds its abstract (see `Library::save`).
     async fn remove_orphaned_documents(&self, settled: &[(Claimed, Finish, Settled)]) {
-        let written: Vec<(i64, String)> = settled
+        let written: Vec<(i64, u32, String)> = settled
             .iter()
             .filter_map(|(claimed, finish, settled)| {
                 let document = match (finish, settled) {
@@ -528,14 +528,22 @@ impl Worker {
                     }
                     _ => None,
                 };
-                document.map(|d| (claimed.job_id, d))
+                document.map(|d| (claimed.job_id, claimed.attempt, d))
             })
             .collect();
-        for (job_id, path) in written {
-            let named = self
-                .db(move |s| s.job(job_id))
-                .await
-                .map(|job| job.and_then(|j| j.document));
+        for (job_id, attempt, path) in written {
+            let row = self.db(move |s| s.job(job_id)).await;
+            // A later attempt of the same job still running may have saved the same page under
+            // the same name, not recorded yet: its file is its own.
+            let named = row.map(|job| {
+                job.and_then(|j| {
+                    if j.status == Status::Running && j.attempts > attempt {
+                        Some(path.clone())
+                    } else {
+                        j.document
+                    }
+                })
+            });
             match named {
                 Ok(named) if named.as_deref() != Some(path.as_str()) => {
                     if let Err(e) = std::fs::remove_file(&path) {

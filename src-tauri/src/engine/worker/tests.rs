@@ -208,3 +208,59 @@ fn probes_take_turns(store: Arc<dyn Queue>) {
     );
     assert!(probed.len() <= 2, "{probed:?}");
 }
+
+/// A cancelled attempt's page is removed once its outcome is discarded, but not while a later
+/// attempt of the same job, running, may have saved the same page under the same name and not
+/// recorded it yet.
+#[tokio::test]
+async fn a_discarded_page_is_kept_while_a_later_attempt_of_its_job_runs() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = Arc::new(Store::open_in_memory().expect("store"));
+    let w = Worker::new(
+        store.clone() as Arc<dyn Queue>,
+        ManualClock::new(1_000_000),
+        Library::new(dir.path().join("library")),
+        Policy::default(),
+    )
+    .expect("worker");
+    store
+        .enqueue(
+            None,
+            &[crate::engine::sqlite::testing::job("https://a.example/p")],
+            5,
+            0,
+        )
+        .expect("enqueue");
+    let claim = |now| {
+        store
+            .claim("w", now, Duration::from_secs(60), 8)
+            .expect("claim")
+            .expect("a job")
+    };
+    let first = claim(1);
+    store.cancel(&[first.job_id], 1).expect("cancel");
+    store.retry(&[first.job_id], 5, 2).expect("retry");
+    let second = claim(3);
+    assert_eq!(second.attempt, first.attempt + 1);
+    let page = dir.path().join("p-1-abcd.md");
+    std::fs::write(&page, "the page, saved by both attempts").expect("write");
+    let discarded = |claimed: &Claimed| {
+        let success = Success {
+            http_status: 200,
+            final_url: claimed.url.clone(),
+            document: Some(page.to_string_lossy().into_owned()),
+            ..Success::default()
+        };
+        (
+            claimed.clone(),
+            Finish::Success(success),
+            Settled::Discarded,
+        )
+    };
+    w.remove_orphaned_documents(&[discarded(&first)]).await;
+    assert!(page.exists(), "removed under the running attempt");
+    // Once no later attempt runs (the job cancelled again), the page no row names goes.
+    store.cancel(&[second.job_id], 4).expect("cancel");
+    w.remove_orphaned_documents(&[discarded(&first)]).await;
+    assert!(!page.exists(), "kept with no attempt to own it");
+}
