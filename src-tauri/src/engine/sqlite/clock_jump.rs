@@ -115,13 +115,11 @@ fn store_anchor(tx: &Transaction<'_>, anchor: &Anchor) -> Result<()> {
 /// The longest wait the stored policy can give: a Retry-After's cap, the backoff's cap, or a
 /// lease (twice the timeout and a minute).
 fn longest_wait(tx: &Transaction<'_>) -> Result<Millis> {
-    let policy: Policy = tx
-        .query_row("SELECT value FROM settings WHERE key = 'policy'", [], |r| {
-            r.get::<_, String>(0)
-        })
-        .optional()?
-        .and_then(|v| serde_json::from_str(&v).ok())
-        .unwrap_or_default();
+    // A policy that no longer reads is the default's, as an unreadable anchor is none.
+    let policy = match super::hosts::stored_policy(tx) {
+        Err(QueueError::Settings(_)) => Policy::default(),
+        other => other?,
+    };
     let lease = policy.timeout * 2 + std::time::Duration::from_secs(60);
     Ok(MAX_RETRY_AFTER.max(policy.max_delay).max(lease).as_millis() as Millis)
 }

@@ -187,16 +187,7 @@ impl Store {
 
     /// The stored policy, or the defaults.
     pub fn load_policy(&self) -> Result<Policy> {
-        let conn = self.conn()?;
-        let text: Option<String> = conn
-            .query_row("SELECT value FROM settings WHERE key = 'policy'", [], |r| {
-                r.get(0)
-            })
-            .optional()?;
-        Ok(match text {
-            Some(t) => serde_json::from_str(&t)?,
-            None => Policy::default(),
-        })
+        stored_policy(&*self.conn()?)
     }
 
     pub fn save_policy(&self, policy: &Policy) -> Result<()> {
@@ -210,6 +201,19 @@ impl Store {
             Ok(())
         })
     }
+}
+
+/// The policy saved in `settings`, or the default when none is.
+pub(super) fn stored_policy(conn: &Connection) -> Result<Policy> {
+    let text: Option<String> = conn
+        .query_row("SELECT value FROM settings WHERE key = 'policy'", [], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    Ok(match text {
+        Some(t) => serde_json::from_str(&t)?,
+        None => Policy::default(),
+    })
 }
 
 #[cfg(test)]

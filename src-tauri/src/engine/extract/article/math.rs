@@ -3,7 +3,7 @@
 //! of the symbols' text run together.
 
 use super::walk;
-use dom_query::NodeRef;
+use dom_query::{NodeData, NodeRef};
 
 /// Before Readability, which drops every script: MathJax's TeX scripts become `<math>`
 /// elements holding their TeX.
@@ -58,11 +58,7 @@ pub(super) fn take_formulas(root: &NodeRef, maths: Vec<NodeRef>) -> Formulas {
     if maths.is_empty() {
         return Formulas { taken: Vec::new() };
     }
-    let text = root.text();
-    let mut prefix = String::from("gleanermath");
-    while text.contains(prefix.as_str()) {
-        prefix.push('x');
-    }
+    let prefix = walk::unused_word(&root.text(), "gleanermath");
     let mut taken = Vec::new();
     for math in maths {
         if !math.ancestors_it(None).any(|a| a.id == root.id) {
@@ -138,34 +134,47 @@ impl Formulas {
     }
 }
 
+/// A text node, its text, and the TeX runs in it.
+type TextWithTex<'a> = (NodeRef<'a>, String, Vec<(usize, usize)>);
+
 /// TeX a page writes in its text for MathJax or KaTeX to typeset (`$q_s$`, `$$…$$`, `\(…\)`,
 /// `\[…\]`), taken out of text nodes outside code behind placeholder words, so the
 /// Markdown writer does not escape its `\`, `_` and `*`: the Markdown keeps it as written, and
 /// the reader shows it as TeX. `None` when there is none.
 pub(super) fn take_text_tex(root: &NodeRef) -> Option<Formulas> {
-    let texts: Vec<NodeRef> = root
+    // Read without a copy: most text holds neither a dollar nor a backslash.
+    let may_hold_tex = |n: &NodeRef| {
+        n.query(
+            |t| matches!(&t.data, NodeData::Text { contents } if contents.contains(['$', '\\'])),
+        )
+        .unwrap_or(false)
+    };
+    let found: Vec<TextWithTex> = root
         .descendants_it()
-        .filter(|n| n.is_text())
-        .filter(|n| !n.text().is_empty() && !tex_runs(&n.text()).is_empty())
+        .filter(|n| n.is_text() && may_hold_tex(n))
         .filter(|n| {
             !n.ancestors_it(None)
                 .any(|a| walk::named(&a, &["pre", "code", "script", "style"]))
         })
+        .filter_map(|n| {
+            let text = n.text().to_string();
+            let runs = tex_runs(&text);
+            (!runs.is_empty()).then_some((n, text, runs))
+        })
         .collect();
-    if texts.is_empty() {
+    if found.is_empty() {
         return None;
     }
-    let all = root.text();
-    let mut prefix = String::from("gleanertex");
-    while all.contains(prefix.as_str()) {
-        prefix.push('x');
-    }
+    let prefix = walk::unused_word(&root.text(), "gleanertex");
     let mut taken = Vec::new();
-    for node in texts {
-        let text = node.text().to_string();
+    for (node, text, runs) in found {
+        // A `|` would end a table's cell.
+        let in_cell = node
+            .ancestors_it(None)
+            .any(|a| walk::named(&a, &["td", "th"]));
         let mut out = String::with_capacity(text.len());
         let mut at = 0;
-        for (start, end) in tex_runs(&text) {
+        for (start, end) in runs {
             out.push_str(&text[at..start]);
             let placeholder = format!("{prefix}{}q", taken.len());
             out.push_str(&placeholder);
@@ -178,9 +187,6 @@ pub(super) fn take_text_tex(root: &NodeRef) -> Option<Formulas> {
             } else {
                 run.to_string()
             };
-            let in_cell = node
-                .ancestors_it(None)
-                .any(|a| walk::named(&a, &["td", "th"]));
             taken.push((
                 placeholder,
                 if in_cell {

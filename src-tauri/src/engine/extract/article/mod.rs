@@ -166,11 +166,7 @@ fn hide_entity_ampersands(root: &NodeRef) -> Option<String> {
     if texts.is_empty() {
         return None;
     }
-    let all = root.text();
-    let mut placeholder = String::from("gleaneramp");
-    while all.contains(placeholder.as_str()) {
-        placeholder.push('x');
-    }
+    let mut placeholder = walk::unused_word(&root.text(), "gleaneramp");
     placeholder.push('q');
     for text in texts {
         text.update(|t| {

@@ -76,3 +76,14 @@ pub(super) fn words_up_to(node: &NodeRef, limit: usize) -> usize {
     }
     n
 }
+
+/// A word that stands for something through Markdown's writer and is swapped back after it
+/// (a formula, an `&`): `stem`, lengthened until it is nowhere in `text` (the page's own
+/// text). Letters only, which the writer escapes nowhere.
+pub(super) fn unused_word(text: &str, stem: &str) -> String {
+    let mut word = stem.to_string();
+    while text.contains(word.as_str()) {
+        word.push('x');
+    }
+    word
+}
