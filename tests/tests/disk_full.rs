@@ -418,3 +418,62 @@ async fn a_database_moved_away_under_the_worker_stalls_it_until_it_is_back() {
     stop.send(true).expect("stop");
     run.await.expect("join").expect("run");
 }
+
+/// `run --until-idle` giving up on a stall hands its jobs back, unspent, even when the
+/// database refuses that at first (another program holding it, a table away): it tries again
+/// until it can, and says how long it waited. A hand-back tried once left the job held, to be
+/// recovered by the next run as an interrupted attempt, while it said nothing was lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_giving_up_on_a_stall_keeps_trying_to_hand_its_jobs_back() {
+    use gleaner::engine::worker::WorkerError;
+    let server = FaultServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("gleaner.db");
+    let store = Arc::new(Store::open(&path).expect("store"));
+    let ids = enqueue_all(&store, &[server.url("/hold/1500/held")]);
+    let clock = ManualClock::new(T0);
+    let worker = Worker::new(
+        store.clone(),
+        clock.clone(),
+        Library::new(dir.path().join("library")),
+        Policy::default(),
+    )
+    .expect("worker");
+    let (_stop, stop_rx) = tokio::sync::watch::channel(false);
+    let w = worker.clone();
+    let run = tokio::spawn(async move { w.run(RunMode::UntilIdle, stop_rx).await });
+    wait_for("the fetch under way", || server.hits_prefix("/hold/") == 1).await;
+    // The table goes away while the page is fetched: its outcome cannot be recorded.
+    let other = rusqlite::Connection::open(&path).expect("second connection");
+    other
+        .busy_timeout(Duration::from_secs(10))
+        .expect("timeout");
+    other
+        .execute_batch("ALTER TABLE jobs RENAME TO jobs_away")
+        .expect("hide the jobs");
+    wait_for("the stall", || worker.stalled().is_some()).await;
+    // Past the patience: the run gives up, and its first hand-back fails.
+    clock.advance(Duration::from_secs(50));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    other
+        .execute_batch("ALTER TABLE jobs_away RENAME TO jobs")
+        .expect("restore the jobs");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !run.is_finished() {
+        assert!(Instant::now() < deadline, "the run never gave up");
+        clock.advance(Duration::from_secs(1));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let gave_up = match run.await.expect("join") {
+        Err(WorkerError::Stalled(g)) => g,
+        other => panic!("{other:?}"),
+    };
+    assert!(gave_up.held.is_none(), "{:?}", gave_up.held);
+    assert!(gave_up.waited >= Duration::from_secs(50), "{gave_up:?}");
+    let job = store.job(ids[0]).expect("job").expect("row");
+    assert_eq!(
+        (job.status, job.retries_used),
+        (Status::Pending, 0),
+        "handed back unspent"
+    );
+}

@@ -347,3 +347,139 @@ fn stop_with_sigterm(child: std::process::Child) -> String {
     assert!(out.status.success(), "{log}");
     log
 }
+
+/// Send `signal` (TERM, INT, HUP) to a process, as `kill` does.
+fn send_signal(child: &std::process::Child, signal: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+}
+
+/// A `gleaner run` with one job whose page never comes, once that fetch has started.
+fn run_with_a_fetch_in_flight(sb: &Sandbox, server: &FaultServer, args: &[&str]) -> std::process::Child {
+    let before = server.hits("/hangs");
+    let child = sb
+        .cmd()
+        .args(args)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn run");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.hits("/hangs") == before {
+        assert!(Instant::now() < deadline, "the fetch never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
+/// `gleaner run --until-idle && gleaner export …` must not go on when the run was stopped
+/// before the queue was idle: Ctrl+C exits 130 and SIGTERM 143, as a shell reports a process
+/// the signal ended (it exited 0, and the export went out with half a library).
+#[test]
+fn an_until_idle_run_stopped_by_a_signal_does_not_exit_zero() {
+    let server = FaultServer::start();
+    server.script(
+        "/hangs",
+        vec![Behavior::StallForever, Behavior::StallForever],
+    );
+    let sb = Sandbox::new();
+    assert!(sb.run(&["add", &server.url("/hangs")]).status.success());
+    for (signal, code) in [("INT", 130), ("TERM", 143)] {
+        let child = run_with_a_fetch_in_flight(&sb, &server, &["run", "--until-idle"]);
+        send_signal(&child, signal);
+        let out = child.wait_with_output().expect("the run ends");
+        assert_eq!(out.status.code(), Some(code), "SIG{signal}: {}", stderr(&out));
+        let job = sb.json(&["jobs", "show", "1", "--json"]);
+        assert_eq!(
+            (&job["status"], &job["retries_used"]),
+            (&"pending".into(), &0.into()),
+            "{job}"
+        );
+    }
+}
+
+/// Closing the terminal (SIGHUP) stops `gleaner run` as Ctrl+C does: the fetch in flight goes
+/// back unspent. It used to kill the process, and the next run counted an interrupted attempt.
+#[test]
+fn a_closed_terminal_hands_the_fetches_in_flight_back_without_spending_a_retry() {
+    let server = FaultServer::start();
+    server.script(
+        "/hangs",
+        vec![Behavior::StallForever, Behavior::StallForever],
+    );
+    let sb = Sandbox::new();
+    assert!(sb.run(&["add", &server.url("/hangs")]).status.success());
+    let child = run_with_a_fetch_in_flight(&sb, &server, &["run"]);
+    send_signal(&child, "HUP");
+    let out = child.wait_with_output().expect("the run ends");
+    let log = stderr(&out);
+    assert!(
+        log.contains("1 fetch in flight handed back to the queue, with no retry spent"),
+        "{log}"
+    );
+    // The next run does not count the stop as an interrupted attempt.
+    let again = run_with_a_fetch_in_flight(&sb, &server, &["run"]);
+    stop_with_sigterm(again);
+    let job = sb.json(&["jobs", "show", "1", "--json"]);
+    assert_eq!(job["retries_used"], 0, "{job}");
+    let history = job["history"].as_array().expect("history");
+    assert!(
+        history.iter().all(|h| h["outcome"] != "interrupted"),
+        "{job}"
+    );
+}
+
+/// Ctrl+C does not wait for a big page's extraction to end: the job goes back unspent and the
+/// run ends within a few seconds (it waited for the extraction, however long it took).
+#[test]
+fn a_stop_does_not_wait_for_an_extraction_under_way() {
+    let server = FaultServer::start();
+    let sb = Sandbox::new();
+    let url = server.url("/article?kb=12000");
+    assert!(sb.run(&["add", &url]).status.success());
+    let child = sb
+        .cmd()
+        .args(["--timeout", "10m", "--max-body", "100MB", "run"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn run");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while server.completions_prefix("/article") == 0 {
+        assert!(Instant::now() < deadline, "the page was never sent");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let stopped = Instant::now();
+    send_signal(&child, "INT");
+    let out = child.wait_with_output().expect("the run ends");
+    let took = stopped.elapsed();
+    let log = stderr(&out);
+    assert!(took < Duration::from_secs(4), "took {took:?}: {log}");
+    let job = sb.json(&["jobs", "show", "1", "--json"]);
+    assert_eq!(job["status"], "pending", "{job}");
+    assert_eq!(job["retries_used"], 0, "{job}");
+}
+
+/// A second Ctrl+C leaves at once, even while the first stop waits on a database another
+/// program holds locked; it used to be ignored.
+#[test]
+fn a_second_ctrl_c_leaves_at_once() {
+    let server = FaultServer::start();
+    server.script("/hangs", vec![Behavior::StallForever]);
+    let sb = Sandbox::new();
+    assert!(sb.run(&["add", &server.url("/hangs")]).status.success());
+    let child = run_with_a_fetch_in_flight(&sb, &server, &["run"]);
+    let lock = sb.sql();
+    lock.execute_batch("BEGIN EXCLUSIVE").expect("lock the database");
+    send_signal(&child, "INT");
+    std::thread::sleep(Duration::from_millis(500));
+    let again = Instant::now();
+    send_signal(&child, "INT");
+    let out = child.wait_with_output().expect("the run ends");
+    let took = again.elapsed();
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    lock.execute_batch("ROLLBACK").expect("unlock");
+}

@@ -4,7 +4,6 @@
 use std::io::{IsTerminal, Read, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -15,8 +14,7 @@ use crate::engine::export;
 use crate::engine::intake::{self, Found, printable, shown_url};
 use crate::engine::library::Library;
 use crate::engine::policy::{self, Policy};
-use crate::engine::queue::{self, Enqueued, Job, Queue, StallKind, StallState, Status, rfc3339};
-use crate::engine::worker::{RunMode, Worker, WorkerError};
+use crate::engine::queue::{self, Enqueued, Job, Queue, Status, rfc3339};
 
 /// `println!` that hands a failed write back as an error instead of panicking, so that
 /// `gleaner jobs list | head` ends quietly when the reader stops reading (see [`main`]).
@@ -30,6 +28,7 @@ macro_rules! println {
 // After the macro above, which a module sees only when declared after it.
 mod jobs;
 mod library;
+mod run;
 mod tags;
 
 #[derive(Debug, Parser)]
@@ -658,7 +657,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Library {
             command: LibraryCommand::PdfLimit { size },
         } => library::pdf_limit(&*store, size),
-        Command::Run { until_idle } => run_worker(store, &data_dir, cli.policy.clone(), until_idle),
+        Command::Run { until_idle } => {
+            run::run_worker(store, &data_dir, cli.policy.clone(), until_idle)
+        }
         Command::Stats { json } => stats(&*store, json, now),
         Command::Jobs { command } => jobs::jobs(&*store, &policy, command, now),
         Command::Hosts { command } => hosts(
@@ -865,96 +866,6 @@ fn report_added(
     Ok(rejected)
 }
 
-fn run_worker(
-    store: Arc<dyn Queue>,
-    data_dir: &std::path::Path,
-    flags: PolicyFlags,
-    until_idle: bool,
-) -> anyhow::Result<ExitCode> {
-    let stored = store.load_policy()?;
-    let policy = flags.apply(stored.clone());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let queue = store.clone();
-    let asked = store.clone();
-    let code = runtime.block_on(async move {
-        let library = Library::new(data_dir.join("library"));
-        let worker = Worker::new(store.clone(), Arc::new(SystemClock), library, policy)?;
-        // Settings saved in the window apply to this running worker too; flags still win.
-        let follower = tokio::spawn(
-            worker
-                .clone()
-                .follow_stored_policy(stored, move |p| flags.apply(p)),
-        );
-        let _watcher = worker
-            .watch_queue()
-            .map_err(|e| tracing::warn!(error = %e, "cannot watch the database; other processes' changes are picked up every 30 s"))
-            .ok();
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            shutdown_signal().await;
-            tracing::info!("stopping: in-flight fetches are abandoned and will be retried on the next run");
-            let _ = stop_tx.send(true);
-        });
-        let mode = if until_idle { RunMode::UntilIdle } else { RunMode::Forever };
-        let summary = worker.run(mode, stop_rx).await;
-        follower.abort();
-        let summary = match summary {
-            Err(WorkerError::Stalled(stall)) => {
-                let waiting = asked.stats(SystemClock.now_ms()).map(|s| s.pending + s.running);
-                eprintln!("{}", stalled_message(&stall, waiting.ok()));
-                return Ok(ExitCode::from(STALLED_EXIT));
-            }
-            other => other?,
-        };
-        // What this run did; what still waits is read from the queue below, since a job
-        // retried three times counted three retries here.
-        tracing::info!(
-            "run finished: {} done, {} dead, {} retries scheduled, {} interrupted attempts recovered",
-            summary.done,
-            summary.dead,
-            summary.retried,
-            summary.recovered
-        );
-        Ok::<_, anyhow::Error>(ExitCode::SUCCESS)
-    })?;
-    let left = queue.stats(SystemClock.now_ms())?;
-    if left.pending > 0 {
-        tracing::info!(
-            "still pending: {} job{}, {} of them waiting to retry; the next `gleaner run` goes on with them",
-            left.pending,
-            if left.pending == 1 { "" } else { "s" },
-            left.waiting
-        );
-    }
-    Ok(code)
-}
-
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
 fn hosts(store: &dyn Queue, command: HostsCommand, now: i64) -> anyhow::Result<ExitCode> {
     match command {
         HostsCommand::List { json } => {
@@ -1006,29 +917,6 @@ fn hosts(store: &dyn Queue, command: HostsCommand, now: i64) -> anyhow::Result<E
             }
         }
     }
-}
-
-/// `run --until-idle`'s exit code when a problem of this machine's (a full disk) outlasted
-/// its patience: not 1, which says some input was bad.
-const STALLED_EXIT: u8 = 3;
-
-/// What `run --until-idle` says when it gives up on a stall: what is wrong, that nothing was
-/// lost, and what to do.
-fn stalled_message(stall: &StallState, waiting: Option<u64>) -> String {
-    let what_to_do = match stall.kind {
-        StallKind::DiskFull => "Free some space on that disk, then run `gleaner run` again",
-        StallKind::Library => "Make the library folder writable, then run `gleaner run` again",
-        StallKind::Database => "Check the disk and the database file, then run `gleaner run` again",
-    };
-    let kept = match waiting {
-        Some(n) => format!("{n} job{} wait in the queue", if n == 1 { "" } else { "s" }),
-        None => "every job waits in the queue".to_string(),
-    };
-    format!(
-        "Stopped: {} (for {}). Nothing was lost: {kept}, and no retry was spent on this. {what_to_do}; it goes on where it stopped.",
-        stall.reason,
-        crate::engine::policy::human_duration(crate::engine::worker::STALL_PATIENCE)
-    )
 }
 
 fn stats(store: &dyn Queue, json: bool, now: i64) -> anyhow::Result<ExitCode> {

@@ -36,7 +36,7 @@ pub use network::{OFFLINE_AFTER, OFFLINE_WINDOW};
 pub use owners::liveness;
 use owners::{live_owners, new_owner_id};
 use run_state::{Flow, Run, paused_by_hand};
-pub use stall::STALL_PATIENCE;
+pub use stall::{GaveUp, STALL_PATIENCE, StillHeld};
 use stall::{Stall, library_fault};
 
 #[derive(Debug, thiserror::Error)]
@@ -46,8 +46,8 @@ pub enum WorkerError {
     #[error("a database task panicked or was cancelled: {0}")]
     Join(#[from] tokio::task::JoinError),
     /// `run --until-idle` gave up waiting for a problem of this machine's to clear.
-    #[error("{}", .0.reason)]
-    Stalled(StallState),
+    #[error("{}", .0.stall.reason)]
+    Stalled(Box<GaveUp>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -28,6 +28,30 @@ pub(super) struct Stall {
     room: Option<(PathBuf, u64)>,
 }
 
+/// `run --until-idle` gave up on a stall: what it was, how long it waited, and whether the
+/// jobs it held went back to the queue.
+#[derive(Debug, Clone)]
+pub struct GaveUp {
+    pub stall: StallState,
+    /// From the stall's start to the end of the hand-back (boot clock).
+    pub waited: Duration,
+    /// Jobs the database would not take back; `None` when every one went back unspent.
+    pub held: Option<StillHeld>,
+}
+
+/// Jobs a run that gave up still holds: the next run recovers them as interrupted.
+#[derive(Debug, Clone)]
+pub struct StillHeld {
+    /// How many this run knows it holds (fetched, not yet recorded).
+    pub jobs: usize,
+    /// Why the database refused to take them back.
+    pub error: String,
+}
+
+/// How long a run giving up on a stall goes on trying to hand its jobs back. An SQLite write
+/// already waits a minute for a lock, so this leaves room for a second try.
+pub(super) const PUT_BACK_PATIENCE: Duration = Duration::from_secs(120);
+
 /// A stalled worker probes after 1 s, then twice as long each time, up to this: space freed
 /// is noticed within this long.
 pub(super) const STALL_PROBE_MAX: Duration = Duration::from_secs(5);
@@ -79,18 +103,18 @@ impl Worker {
         }
         let waited = Duration::from_millis((self.clock.boot_ms() - stall.began_boot).max(0) as u64);
         if mode == RunMode::UntilIdle && run.inflight.is_empty() && waited >= STALL_PATIENCE {
-            let (owner, now, reason) = (
-                self.owner.clone(),
-                self.clock.now_ms(),
-                stall.state.reason.clone(),
-            );
-            if let Err(e) = self
-                .db(move |s| s.put_back(&owner, None, &reason, now))
-                .await
-            {
-                tracing::debug!(error = %e, "cannot put back the jobs this worker holds");
-            }
-            return Err(WorkerError::Stalled(stall.state));
+            let not_handed_back = self.hand_back_before_giving_up(&stall.state.reason).await;
+            let held = not_handed_back.map(|error| StillHeld {
+                jobs: run.ready.len() + run.observed.len(),
+                error,
+            });
+            let waited =
+                Duration::from_millis((self.clock.boot_ms() - stall.began_boot).max(0) as u64);
+            return Err(WorkerError::Stalled(Box::new(GaveUp {
+                stall: stall.state,
+                waited,
+                held,
+            })));
         }
         let clock = self.clock.clone();
         // No probe is further off than the longest wait: a wall clock set back during the
@@ -131,6 +155,36 @@ impl Worker {
             Err((kind, reason)) => self.stall_again(kind, reason),
         }
         Ok(())
+    }
+
+    /// Hand every job this worker holds back to the queue, unspent, trying again with backoff
+    /// for [`PUT_BACK_PATIENCE`] (another program may hold the database locked for a while).
+    /// The last error, if it never could.
+    async fn hand_back_before_giving_up(&self, reason: &str) -> Option<String> {
+        let started = self.clock.boot_ms();
+        let mut wait = Duration::from_secs(1);
+        loop {
+            let (owner, now, why) = (self.owner.clone(), self.clock.now_ms(), reason.to_string());
+            let error = match self.db(move |s| s.put_back(&owner, None, &why, now)).await {
+                Ok(_) => return None,
+                Err(e) => e.to_string(),
+            };
+            let spent = Duration::from_millis((self.clock.boot_ms() - started).max(0) as u64);
+            if spent + wait > PUT_BACK_PATIENCE {
+                tracing::error!(
+                    "{error}; the jobs this run holds could not be handed back to the queue"
+                );
+                return Some(error);
+            }
+            tracing::warn!(
+                "{error}; trying again in {} to hand the jobs this run holds back to the queue",
+                policy::human_duration(wait)
+            );
+            self.clock
+                .sleep_until_boot(self.clock.boot_ms() + wait.as_millis() as Millis)
+                .await;
+            wait = (wait * 2).min(STALL_PROBE_MAX);
+        }
     }
 
     /// Whether the library's and the database's file systems have room again (statvfs only),
