@@ -474,9 +474,14 @@ pub(super) fn library_fault(
             StallKind::Library,
             format!("the library ({where_}) is on a read-only file system"),
         )),
+        // The folder that refused, which may be one inside the library (a host's, made by
+        // another user): the root's own permissions may be fine.
         (ErrorKind::PermissionDenied, _) => Some((
             StallKind::Library,
-            format!("Gleaner may not write to the library ({where_})"),
+            format!(
+                "Gleaner may not write to the folder {} in the library",
+                path.parent().unwrap_or(root).display()
+            ),
         )),
         (_, Some(ENAMETOOLONG | EINVAL)) => None,
         _ => Some(unwritable(path, e)),

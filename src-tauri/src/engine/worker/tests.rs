@@ -264,3 +264,13 @@ async fn a_discarded_page_is_kept_while_a_later_attempt_of_its_job_runs() {
     w.remove_orphaned_documents(&[discarded(&first)]).await;
     assert!(!page.exists(), "kept with no attempt to own it");
 }
+
+#[test]
+fn a_folder_that_refuses_a_write_is_named_not_the_library_root() {
+    let root = std::path::Path::new("/data/library");
+    let path = root.join("example.org/page-1-abcdef01.md");
+    let refused = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+    let (kind, reason) = stall::library_fault(root, &path, &refused).expect("a stall");
+    assert_eq!(kind, crate::engine::queue::StallKind::Library);
+    assert!(reason.contains("/data/library/example.org"), "{reason}");
+}
