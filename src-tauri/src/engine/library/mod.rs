@@ -621,20 +621,38 @@ fn is_temp_name(name: &str) -> bool {
         || (name.starts_with(".tmp") && name.len() == 10)
 }
 
-/// The stem of a raw copy named as [`Library::save`] names them (`<slug>-<id>-<8 hex>.<ext>`),
-/// for a file that is not itself a document.
+/// The stem of a raw copy named as [`Library::save`] names them (`<slug>-<id>-<8 hex>.<ext>`,
+/// or a paper's PDF `<slug>-<id>-<8 hex>-<8 hex>.pdf`), for a file that is not itself a
+/// document.
 fn orphan_raw_stem(name: &str) -> Option<&str> {
+    let is_hash = |s: &str| s.len() == 8 && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let is_id = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     let (stem, ext) = name.rsplit_once('.')?;
     if ext == "md" || ext.is_empty() {
         return None;
     }
     let (rest, hash) = stem.rsplit_once('-')?;
-    let (_, id) = rest.rsplit_once('-')?;
-    let ours = hash.len() == 8
-        && hash.bytes().all(|b| b.is_ascii_hexdigit())
-        && !id.is_empty()
-        && id.bytes().all(|b| b.is_ascii_digit());
+    let (before, id) = rest.rsplit_once('-')?;
+    let ours = is_hash(hash)
+        && (is_id(id) || (is_hash(id) && before.rsplit_once('-').is_some_and(|(_, id)| is_id(id))));
     ours.then_some(stem)
+}
+
+/// Remove a document Gleaner wrote and the raw copy kept beside it (the page as fetched, a
+/// paper's PDF): the copy is named after the document. Blocking.
+pub fn remove_document(path: &Path) -> std::io::Result<()> {
+    std::fs::remove_file(path)?;
+    let (Some(dir), Some(stem)) = (path.parent(), path.file_stem()) else {
+        return Ok(());
+    };
+    let stem = stem.to_string_lossy();
+    for entry in std::fs::read_dir(dir)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if orphan_raw_stem(&name) == Some(stem.as_ref()) {
+            std::fs::remove_file(dir.join(&name))?;
+        }
+    }
+    Ok(())
 }
 
 fn old_enough(entry: &std::fs::DirEntry) -> bool {

@@ -20,10 +20,14 @@ fn leftovers_of_a_killed_process_are_removed_and_nothing_else() {
     put("article-7-0123abcd.html", true); // raw copy, its document never written
     put("kept-8-89abcdef.html", true);
     put("kept-8-89abcdef.md", true);
+    // A paper's PDF, named after its landing page and itself, its document never written.
+    put("paper-9-0123abcd-4567cdef.pdf", true);
+    put("paper-10-0123abcd-4567cdef.pdf", true);
+    put("paper-10-0123abcd-4567cdef.md", true);
     put("note.txt", true); // not a name Gleaner writes
     put(".gleaner-young1.tmp", false); // may be a live process's
     let lib = Library::new(dir.path());
-    assert_eq!(lib.clean_leftovers().expect("clean"), 3);
+    assert_eq!(lib.clean_leftovers().expect("clean"), 4);
     let mut left: Vec<String> = std::fs::read_dir(&host)
         .expect("list")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
@@ -35,9 +39,43 @@ fn leftovers_of_a_killed_process_are_removed_and_nothing_else() {
             ".gleaner-young1.tmp",
             "kept-8-89abcdef.html",
             "kept-8-89abcdef.md",
-            "note.txt"
+            "note.txt",
+            "paper-10-0123abcd-4567cdef.md",
+            "paper-10-0123abcd-4567cdef.pdf",
         ]
     );
+}
+
+#[test]
+fn a_removed_document_takes_its_raw_copy_and_nothing_else() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let host = dir.path().join("journal.example");
+    std::fs::create_dir_all(&host).expect("host dir");
+    for name in [
+        "paper-9-0123abcd-4567cdef.md",
+        "paper-9-0123abcd-4567cdef.pdf",
+        "paper-9-0123abcd.md",
+        "paper-9-0123abcd.html",
+        "other-10-0123abcd.pdf",
+    ] {
+        std::fs::write(host.join(name), b"x").expect("write");
+    }
+    remove_document(&host.join("paper-9-0123abcd-4567cdef.md")).expect("remove");
+    let mut left: Vec<String> = std::fs::read_dir(&host)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            "other-10-0123abcd.pdf",
+            "paper-9-0123abcd.html",
+            "paper-9-0123abcd.md"
+        ]
+    );
+    remove_document(&host.join("paper-9-0123abcd.md")).expect("remove");
+    assert!(!host.join("paper-9-0123abcd.html").exists());
 }
 
 use super::*;

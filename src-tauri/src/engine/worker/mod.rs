@@ -546,7 +546,7 @@ impl Worker {
             });
             match named {
                 Ok(named) if named.as_deref() != Some(path.as_str()) => {
-                    if let Err(e) = std::fs::remove_file(&path) {
+                    if let Err(e) = super::library::remove_document(std::path::Path::new(&path)) {
                         tracing::debug!(error = %e, "cannot remove {path}");
                     }
                 }
