@@ -1833,7 +1833,18 @@ fn launch_over(s: &DesktopSession, data_dir: &std::path::Path) -> std::process::
 /// interrupted).
 #[test]
 fn a_sigterm_hands_the_fetches_in_flight_back_without_spending_a_retry() {
-    gui(async {
+    a_signal_hands_the_windows_fetches_back("TERM");
+}
+
+/// Ctrl+C in the terminal that started the window ends it as its Quit does, too: it killed it,
+/// and the next start spent a retry on each fetch in flight.
+#[test]
+fn a_ctrl_c_in_the_terminal_hands_the_windows_fetches_back_without_spending_a_retry() {
+    a_signal_hands_the_windows_fetches_back("INT");
+}
+
+fn a_signal_hands_the_windows_fetches_back(signal: &'static str) {
+    gui(async move {
         let server = FaultServer::start();
         let s = DesktopSession::launch().await;
         let other = tempfile::tempdir().expect("another data folder");
@@ -1853,7 +1864,7 @@ fn a_sigterm_hands_the_fetches_in_flight_back_without_spending_a_retry() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let killed = std::process::Command::new("kill")
-            .args(["-TERM", &window.id().to_string()])
+            .args([&format!("-{signal}"), &window.id().to_string()])
             .status()
             .expect("kill");
         assert!(killed.success());
@@ -1861,7 +1872,7 @@ fn a_sigterm_hands_the_fetches_in_flight_back_without_spending_a_retry() {
         while window.try_wait().expect("wait").is_none() {
             assert!(
                 Instant::now() < deadline,
-                "the window did not end on SIGTERM"
+                "the window did not end on SIG{signal}"
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }

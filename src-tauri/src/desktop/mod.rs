@@ -410,18 +410,23 @@ fn start_engine<R: Runtime>(app: &tauri::AppHandle<R>) {
         }
         let _ = stopped.send(());
     });
-    // A logout or `kill` ends the app as its Quit does.
+    // A logout, `kill`, Ctrl+C in the terminal that started it, or that terminal closed ends
+    // the app as its Quit does (the last two killed it, and a retry was spent per fetch).
     #[cfg(unix)]
-    let handle = app.clone();
-    #[cfg(unix)]
-    tauri::async_runtime::spawn(async move {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            term.recv().await;
-            tracing::info!("asked to stop (SIGTERM): handing the fetches in flight back");
-            handle.exit(0);
-        }
-    });
+    for (kind, name) in [
+        (tokio::signal::unix::SignalKind::terminate(), "SIGTERM"),
+        (tokio::signal::unix::SignalKind::interrupt(), "SIGINT"),
+        (tokio::signal::unix::SignalKind::hangup(), "SIGHUP"),
+    ] {
+        let handle = app.clone();
+        tauri::async_runtime::spawn(async move {
+            if let Ok(mut signal) = tokio::signal::unix::signal(kind) {
+                signal.recv().await;
+                tracing::info!("asked to stop ({name}): handing the fetches in flight back");
+                handle.exit(0);
+            }
+        });
+    }
 }
 
 /// How long quitting waits for the worker to hand its fetches back.
