@@ -451,7 +451,9 @@ impl WorkerStop {
 }
 
 /// Show the worker's stalls where a person looks: the window's status line and the tray on
-/// every change, and one OS notification when a stall begins.
+/// every change, and one OS notification when a stall begins, unless one ended within
+/// [`STALL_MEMORY`](crate::engine::worker::STALL_MEMORY) (a cause that comes back is the
+/// same pause, not news).
 fn watch_health<R: Runtime>(
     app: &tauri::AppHandle<R>,
     mut health: tokio::sync::watch::Receiver<Option<crate::engine::queue::StallState>>,
@@ -459,9 +461,15 @@ fn watch_health<R: Runtime>(
     let handle = app.clone();
     tauri::async_runtime::spawn(async move {
         let mut stalled = false;
+        let mut ended_at = None;
         while health.changed().await.is_ok() {
             let now = health.borrow_and_update().clone();
-            let began = now.as_ref().filter(|_| !stalled).map(|stall| {
+            let at = crate::engine::clock::boot_now_ms();
+            let news = !stalled && now.is_some() && stall_is_news(ended_at, at);
+            if stalled && now.is_none() {
+                ended_at = Some(at);
+            }
+            let began = now.as_ref().filter(|_| news).map(|stall| {
                 format!(
                     "{}. No fetch starts and no retry is spent; Gleaner goes on by itself once this is fixed.",
                     capitalised(&stall.reason)
@@ -478,6 +486,16 @@ fn watch_health<R: Runtime>(
             .await;
         }
     });
+}
+
+/// Whether a stall beginning at `now` (boot clock) is worth a notification: none ended within
+/// `STALL_MEMORY` before it.
+fn stall_is_news(
+    ended_at: Option<crate::engine::clock::Millis>,
+    now: crate::engine::clock::Millis,
+) -> bool {
+    let memory = crate::engine::worker::STALL_MEMORY.as_millis() as crate::engine::clock::Millis;
+    ended_at.is_none_or(|ended| now - ended >= memory)
 }
 
 fn capitalised(s: &str) -> String {
@@ -644,5 +662,17 @@ fn focus_main_window<R: Runtime>(app: &tauri::AppHandle<R>) {
         .and_then(|()| window.set_focus());
     if let Err(err) = shown {
         tracing::warn!(error = %err, "could not focus the main window");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_stall_that_comes_back_within_a_minute_is_not_announced_again() {
+        let minute = crate::engine::worker::STALL_MEMORY.as_millis() as i64;
+        assert!(super::stall_is_news(None, 5_000));
+        assert!(!super::stall_is_news(Some(5_000), 6_000));
+        assert!(!super::stall_is_news(Some(5_000), 5_000 + minute - 1));
+        assert!(super::stall_is_news(Some(5_000), 5_000 + minute));
     }
 }

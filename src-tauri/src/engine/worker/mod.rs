@@ -36,7 +36,7 @@ pub use network::{OFFLINE_AFTER, OFFLINE_WINDOW};
 pub use owners::liveness;
 use owners::{live_owners, new_owner_id};
 use run_state::{Flow, Run, paused_by_hand};
-pub use stall::{GaveUp, STALL_PATIENCE, StillHeld};
+pub use stall::{GaveUp, STALL_MEMORY, STALL_PATIENCE, StillHeld};
 use stall::{Stall, library_fault};
 
 #[derive(Debug, thiserror::Error)]
@@ -98,8 +98,9 @@ pub struct Worker {
     database_identity: Option<(u64, u64)>,
     /// When it was last compared with the file at the path (boot clock).
     database_checked_at: std::sync::atomic::AtomicI64,
-    /// When the last stall cleared (boot clock), the probes it had taken, and when it began.
-    last_stall: Mutex<Option<(Millis, u32, Millis)>>,
+    /// When the last stall cleared (boot clock), the probes it had taken, when it began, and
+    /// the room its probe wanted.
+    last_stall: Mutex<Option<(Millis, u32, Millis, u64)>>,
 }
 
 /// A body above this is extracted only while no other such body is: extraction's peak is
@@ -846,8 +847,10 @@ impl Worker {
             keep_binary: policy.keep_binary,
         };
         // What a save writes at most: the Markdown (no bigger than the body), and the body again
-        // when it is kept raw.
-        let needed = fetched.body.len() as u64 * if options.keep_raw { 2 } else { 1 };
+        // when it is kept raw or is a paper's PDF.
+        // A paper's PDF is kept whatever `keep_raw` says.
+        let pdf = claimed.stage == Some(Stage::Pdf);
+        let needed = fetched.body.len() as u64 * if options.keep_raw || pdf { 2 } else { 1 };
         // The permit is only ever refused if the semaphore is closed, which it never is.
         let permit = if fetched.body.len() > BIG_BODY_BYTES {
             self.big_saves.clone().acquire_owned().await.ok()

@@ -26,6 +26,10 @@ pub(super) struct Stall {
     /// writes there and wants that much free, so a stall does not clear only for the same
     /// save to fail again.
     room: Option<(PathBuf, u64)>,
+    /// The free room the probe wants on both file systems: a page's worth, doubled each time
+    /// a stall comes back right after one cleared (a database step bigger than the probe's
+    /// check passed it, then failed again), so the two do not take turns every second.
+    want: u64,
 }
 
 /// `run --until-idle` gave up on a stall: what it was, how long it waited, and whether the
@@ -57,13 +61,16 @@ pub(super) const PUT_BACK_PATIENCE: Duration = Duration::from_secs(120);
 pub(super) const STALL_PROBE_MAX: Duration = Duration::from_secs(5);
 
 /// A stall within this long of the last one's end keeps that one's backoff.
-pub(super) const STALL_MEMORY: Duration = Duration::from_secs(60);
+pub const STALL_MEMORY: Duration = Duration::from_secs(60);
 
 /// How long `run --until-idle` waits for a stall to clear before it gives up (and says why).
 pub const STALL_PATIENCE: Duration = Duration::from_secs(45);
 
 /// The probe wants this much free in the library folder: room for a page, not just a byte.
 pub(super) const PROBE_FREE_BYTES: u64 = 1 << 20;
+
+/// The most a stall that keeps coming back has its probe want free.
+pub(super) const PROBE_FREE_MAX: u64 = 1 << 30;
 
 /// ...and writes this much there, to know it can (a read-only or forbidden folder has room).
 pub(super) const PROBE_BYTES: usize = 4096;
@@ -195,7 +202,7 @@ impl Worker {
         let library = free_bytes(&dir).is_none_or(|f| f >= want);
         let database = match self.reserve_path() {
             Some(reserve) => {
-                let want = PROBE_FREE_BYTES + if reserve.exists() { 0 } else { RESERVE_BYTES };
+                let want = self.probe_want() + if reserve.exists() { 0 } else { RESERVE_BYTES };
                 reserve
                     .parent()
                     .and_then(free_bytes)
@@ -254,14 +261,20 @@ impl Worker {
     /// save, else the library's root and a page's worth.
     fn probe_target(&self) -> (PathBuf, u64) {
         let root = self.library.root().to_path_buf();
+        let want = self.probe_want();
         match self.stall_full().and_then(|s| s.room) {
             Some((dir, needed)) => {
                 // A folder not made yet is on its parent's file system.
                 let dir = if dir.exists() { dir } else { root };
-                (dir, needed.max(PROBE_FREE_BYTES))
+                (dir, needed.max(want))
             }
-            None => (root, PROBE_FREE_BYTES),
+            None => (root, want),
         }
+    }
+
+    /// The free room this stall's probe wants (see [`Stall::want`]).
+    pub(super) fn probe_want(&self) -> u64 {
+        self.stall_full().map_or(PROBE_FREE_BYTES, |s| s.want)
     }
 
     /// Stall on a save that could not write `dir` (in the library), which needed `needed`
@@ -315,11 +328,11 @@ impl Worker {
             .lock()
             .ok()
             .and_then(|l| *l)
-            .filter(|&(at, _, _)| boot - at < STALL_MEMORY.as_millis() as Millis);
+            .filter(|&(at, ..)| boot - at < STALL_MEMORY.as_millis() as Millis);
         let probes = slot
             .as_ref()
             .map(|s| s.state.probes + 1)
-            .or(recent.map(|(_, probes, _)| probes + 1))
+            .or(recent.map(|(_, probes, ..)| probes + 1))
             .unwrap_or(0);
         let wait = stall_probe_wait(probes);
         let fresh = slot.is_none();
@@ -333,9 +346,13 @@ impl Worker {
                 worker: self.owner.clone(),
             },
             // And its patience: `--until-idle` gives up on a cause that keeps coming back.
-            began_boot: recent.map_or(boot, |(_, _, began)| began),
+            began_boot: recent.map_or(boot, |(_, _, began, _)| began),
             recorded: false,
             room: None,
+            // The probe passed and the work failed again: it wants twice the room this time.
+            want: recent.map_or(PROBE_FREE_BYTES, |(.., want)| {
+                want.saturating_mul(2).min(PROBE_FREE_MAX)
+            }),
         });
         stall.state.kind = kind;
         stall.state.reason = reason;
@@ -370,7 +387,12 @@ impl Worker {
         };
         let took = Duration::from_millis((self.clock.boot_ms() - stall.began_boot).max(0) as u64);
         if let Ok(mut last) = self.last_stall.lock() {
-            *last = Some((self.clock.boot_ms(), stall.state.probes, stall.began_boot));
+            *last = Some((
+                self.clock.boot_ms(),
+                stall.state.probes,
+                stall.began_boot,
+                stall.want,
+            ));
         }
         tracing::info!(
             "Resumed after {}: {} no longer holds the queue.",

@@ -274,3 +274,33 @@ fn a_folder_that_refuses_a_write_is_named_not_the_library_root() {
     assert_eq!(kind, crate::engine::queue::StallKind::Library);
     assert!(reason.contains("/data/library/example.org"), "{reason}");
 }
+
+/// A probe that passes while the work still fails (a database step bigger than the probe's
+/// check) makes the stall come back at once: each time it does, the probe wants twice the
+/// room, so the two stop taking turns every second.
+#[tokio::test]
+async fn a_stall_that_comes_back_right_after_clearing_wants_more_room_each_time() {
+    use crate::engine::queue::StallKind;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let clock = ManualClock::new(1_000_000);
+    let w = Worker::new(
+        Arc::new(Store::open_in_memory().expect("store")),
+        clock.clone(),
+        Library::new(dir.path().join("library")),
+        Policy::default(),
+    )
+    .expect("worker");
+    assert_eq!(w.probe_want(), stall::PROBE_FREE_BYTES);
+    w.stall_again(StallKind::DiskFull, "full".into());
+    assert_eq!(w.probe_want(), stall::PROBE_FREE_BYTES, "a first stall");
+    for times in 1..=3 {
+        w.clear_stall();
+        w.stall_again(StallKind::DiskFull, "full".into());
+        assert_eq!(w.probe_want(), stall::PROBE_FREE_BYTES << times);
+    }
+    // One that begins long after the last cleared starts afresh.
+    w.clear_stall();
+    clock.advance(stall::STALL_MEMORY);
+    w.stall_again(StallKind::DiskFull, "full".into());
+    assert_eq!(w.probe_want(), stall::PROBE_FREE_BYTES);
+}
