@@ -562,12 +562,10 @@ impl Worker {
     /// `force`, the store is asked only when this worker's own reading has moved.
     async fn reconcile_clock(&self, reading: &Reading, force: bool) -> Result<(), WorkerError> {
         let offset = reading.offset();
-        let moved = match self.clock_offset.lock() {
-            Ok(last) => last.as_ref().is_none_or(|(boot, o)| {
-                *boot != reading.boot_id || (offset - o).abs() >= super::clock::JUMP_THRESHOLD_MS
-            }),
-            Err(_) => true,
-        };
+        let last = self.clock_offset.lock().ok().and_then(|l| l.clone());
+        let moved = last.as_ref().is_none_or(|(boot, o)| {
+            *boot != reading.boot_id || (offset - o).abs() >= super::clock::JUMP_THRESHOLD_MS
+        });
         if !(force || moved) {
             return Ok(());
         }
@@ -576,11 +574,15 @@ impl Worker {
         if let Ok(mut last) = self.clock_offset.lock() {
             *last = Some((reading.boot_id.clone(), offset));
         }
-        if let Some(d) = jump {
-            if let Ok(mut net) = self.network.lock()
-                && let Some(o) = net.offline.as_mut()
-            {
-                o.next_probe_at += d;
+        // This worker's own waits move by the jump it saw itself: the store says none when
+        // another process (the window, a CLI command) reconciled it first.
+        let own = last
+            .filter(|(boot, _)| *boot == reading.boot_id)
+            .map(|(_, o)| offset - o)
+            .filter(|d| d.abs() >= super::clock::JUMP_THRESHOLD_MS);
+        if let Some(d) = own.or(jump) {
+            if let Ok(mut net) = self.network.lock() {
+                net.shift(d);
             }
             if let Ok(mut stall) = self.stall.lock()
                 && let Some(s) = stall.as_mut()

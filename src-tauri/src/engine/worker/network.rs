@@ -38,6 +38,20 @@ pub const OFFLINE_AFTER: usize = 3;
 pub const OFFLINE_WINDOW: Duration = Duration::from_secs(30);
 
 impl Network {
+    /// Move every wall time this holds by a jump of the wall clock, so that each wait keeps
+    /// its length (a probe is not held back an hour by a clock set back an hour).
+    pub(super) fn shift(&mut self, by: Millis) {
+        if let Some(o) = self.offline.as_mut() {
+            o.next_probe_at += by;
+        }
+        for (at, _) in &mut self.streak {
+            *at += by;
+        }
+        for at in self.answered.values_mut() {
+            *at += by;
+        }
+    }
+
     /// Whether the run of failures is all on one host while another host has answered within
     /// the window: then they are that host's, not the machine's.
     fn one_host_fails(&self) -> bool {

@@ -304,3 +304,54 @@ async fn a_stall_that_comes_back_right_after_clearing_wants_more_room_each_time(
     w.stall_again(StallKind::DiskFull, "full".into());
     assert_eq!(w.probe_want(), stall::PROBE_FREE_BYTES);
 }
+
+/// A clock set back while offline does not hold the next probe back by the jump when another
+/// process (the window, a CLI command) reconciled the queue with the clock first, and so the
+/// store reports no jump to this worker (DESIGN.md: a clock set back does not leave jobs
+/// parked for the size of the jump).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clock_set_back_reconciled_by_another_process_first_still_moves_the_offline_probe() {
+    use crate::engine::clock::Clock as _;
+    const HOUR: Millis = 3_600_000;
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("gleaner.db");
+    let t0 = 1_800_000_000_000;
+    let clock = ManualClock::new(t0);
+    let w = Worker::new(
+        Arc::new(Store::open(&path).expect("store")),
+        clock.clone(),
+        Library::new(dir.path().join("library")),
+        Policy::default(),
+    )
+    .expect("worker");
+    w.reconcile_clock(&clock.reading(), true)
+        .await
+        .expect("reconcile");
+    let policy = Arc::new(Policy::default());
+    let mut group: Vec<_> = (0..OFFLINE_AFTER as i64)
+        .map(|i| {
+            failed_on(
+                100 + i,
+                &format!("gone{i}.example"),
+                FailureKind::NetworkDown,
+            )
+        })
+        .collect();
+    w.observe_network(&mut group, &policy, t0);
+    let wait = w.offline().expect("offline").next_probe_at - t0;
+    assert!(wait > 0);
+
+    clock.jump_wall(-HOUR);
+    let other = Store::open(&path).expect("another process's handle");
+    other
+        .reconcile_clock(&clock.reading())
+        .expect("reconciled by the other process");
+    w.reconcile_clock(&clock.reading(), false)
+        .await
+        .expect("reconcile");
+    let left = w.offline().expect("offline").next_probe_at - clock.now_ms();
+    assert_eq!(
+        left, wait,
+        "the probe keeps its wait, not the jump's hour more"
+    );
+}
