@@ -76,6 +76,18 @@ const queueState = $('queue-state');
 const queueSpoken = $('queue-state-spoken');
 const queuePlace = $('queue-place');
 let wasStalled = false;
+// The kind of the last stall seen, for the words said when it clears.
+let stalledKind = null;
+
+/** What the footer says when a stall of `kind` clears: what came back, in its own words. */
+function goingOn(kind) {
+  switch (kind) {
+    case 'disk_full': return 'Going on: there is room again.';
+    case 'library': return 'Going on: the library folder can be written again.';
+    case 'database': return 'Going on: the database answers again.';
+    default: return 'Going on: the problem has cleared.';
+  }
+}
 const pauseButton = $('pause-queue');
 let queuePaused = false;
 let pausedHosts = new Set();
@@ -128,8 +140,9 @@ function renderStats(stats) {
   // The footer says it too, once, so it never keeps saying "Ready." over a stopped queue.
   if (Boolean(stalled) !== wasStalled) {
     wasStalled = Boolean(stalled);
-    say(stalled ? `Paused: ${String(stalled.reason)}.` : 'Going on: there is room again.', Boolean(stalled));
+    say(stalled ? `Paused: ${String(stalled.reason)}.` : goingOn(stalledKind), Boolean(stalled));
   }
+  if (stalled) stalledKind = stalled.kind;
   if (stats.offline) {
     const offline = `Offline: ${String(stats.offline.reason)}. Nothing is fetched and no retries are spent until the network is back`;
     note(`${offline}; next check ${countdown(stats.offline.next_probe_at)}.`, `${offline}.`);

@@ -126,24 +126,29 @@ pub fn refresh<R: Runtime>(app: &tauri::AppHandle<R>) {
         return;
     };
     let state = app.state::<DesktopState>();
-    let stats = match state.store.stats(SystemClock.now_ms()) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot read counts for the tray");
-            return;
-        }
+    let stats = state
+        .store
+        .stats(SystemClock.now_ms())
+        .map_err(|e| tracing::warn!(error = %e, "cannot read counts for the tray"))
+        .ok();
+    // A database that cannot be read is often why the worker is stalled: the stall is still
+    // said, from the worker, without the counts.
+    let mut text = match &stats {
+        Some(stats) => format!(
+            "{} pending · {} running · {} done · {} dead",
+            stats.pending, stats.running, stats.done, stats.dead
+        ),
+        None => "counts unavailable".to_string(),
     };
-    let mut text = format!(
-        "{} pending · {} running · {} done · {} dead",
-        stats.pending, stats.running, stats.done, stats.dead
-    );
-    if stats.queue_paused {
+    let queue_paused = stats.as_ref().is_some_and(|s| s.queue_paused);
+    if queue_paused {
         text.push_str(" (paused)");
     }
-    if let Some(stall) = state.worker.stalled().or(stats.stalled) {
+    let recorded = stats.and_then(|s| s.stalled);
+    if let Some(stall) = state.worker.stalled().or(recorded) {
         text.push_str(&format!(" · paused: {}", stall.reason));
     }
-    let label = if stats.queue_paused {
+    let label = if queue_paused {
         "Resume queue"
     } else {
         "Pause queue"

@@ -320,13 +320,15 @@ impl Worker {
     ) -> Result<Flow, WorkerError> {
         if !run.started {
             // An offline finding left by a worker that has stopped is stale: this one finds
-            // out for itself.
-            if self.db(|s| s.offline()).await?.is_some() {
+            // out for itself. A live one's (the window's, while a CLI run starts) stays.
+            let me = self.owner.clone();
+            if let Some(offline) = self.db(|s| s.offline()).await?
+                && liveness(&offline.worker, &me) == crate::engine::queue::Liveness::Gone
+            {
                 self.db(|s| s.set_offline(None)).await?;
             }
             // So is a stall recorded by a worker that is gone (a run that gave up on it): the
             // window and `stats` showed it for good. A live one's (another process's) stays.
-            let me = self.owner.clone();
             if let Some(stall) = self.db(|s| s.stalled()).await?
                 && liveness(&stall.worker, &me) == crate::engine::queue::Liveness::Gone
             {

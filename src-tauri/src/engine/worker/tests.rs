@@ -355,3 +355,47 @@ async fn a_clock_set_back_reconciled_by_another_process_first_still_moves_the_of
         "the probe keeps its wait, not the jump's hour more"
     );
 }
+
+/// A worker that starts clears an offline finding left by one that has stopped, but not a
+/// live one's (the window's, while a CLI run starts): it said the machine was online while the
+/// window still held every job back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_starting_worker_keeps_a_live_workers_offline_finding() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = Arc::new(Store::open(&dir.path().join("gleaner.db")).expect("store"));
+    let start = |store: &Arc<Store>| {
+        Worker::new(
+            store.clone(),
+            ManualClock::new(1_000_000),
+            Library::new(dir.path().join("library")),
+            Policy::default(),
+        )
+        .expect("worker")
+    };
+    let live = start(&store);
+    let finding = |worker: &str| crate::engine::queue::OfflineState {
+        since: 1_000_000,
+        next_probe_at: 1_030_000,
+        probes: 1,
+        reason: "no network".into(),
+        worker: worker.into(),
+    };
+    store
+        .set_offline(Some(&finding(live.owner())))
+        .expect("the live worker's finding");
+    let (_stop, stopped) = watch::channel(false);
+    start(&store)
+        .run(RunMode::UntilIdle, stopped.clone())
+        .await
+        .expect("run");
+    assert!(store.offline().expect("offline").is_some(), "kept");
+    // One whose worker is gone is stale.
+    store
+        .set_offline(Some(&finding("pid-4194000-1-0000abcd")))
+        .expect("a gone worker's finding");
+    start(&store)
+        .run(RunMode::UntilIdle, stopped)
+        .await
+        .expect("run");
+    assert!(store.offline().expect("offline").is_none(), "cleared");
+}
