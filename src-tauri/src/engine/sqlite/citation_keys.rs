@@ -17,8 +17,11 @@ impl Store {
 
     pub fn keep_citation_keys(&self, keys: &[(i64, String)]) -> Result<usize> {
         self.write(|tx| {
+            // Not for a job deleted while the export ran: the id's next job (SQLite gives a
+            // deleted last id out again) would inherit its key.
             let mut insert = tx.prepare_cached(
-                "INSERT OR IGNORE INTO citation_keys (job_id, key, key_lower) VALUES (?1, ?2, ?3)",
+                "INSERT OR IGNORE INTO citation_keys (job_id, key, key_lower) \
+                 SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)",
             )?;
             let mut kept = 0;
             for (job_id, key) in keys {

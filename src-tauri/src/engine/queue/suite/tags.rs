@@ -82,6 +82,10 @@ super::on_every_backend! {
         assert!(s.citation_keys().expect("keys").is_empty());
         assert_eq!(s.keep_citation_keys(&[(2, "smith2020".into())]).expect("keep"), 1);
         assert_eq!(s.citation_keys().expect("keys"), [(2, "smith2020".to_string())]);
+        // A job deleted while an export ran gets no key, which its id's next job would inherit.
+        s.delete(&[2]).expect("delete");
+        assert_eq!(s.keep_citation_keys(&[(2, "Jones2021".into())]).expect("keep"), 0);
+        assert!(s.citation_keys().expect("keys").is_empty());
     }
 
     fn a_step_keeps_the_tags_the_job_has_and_a_delete_takes_them(s) {
