@@ -49,9 +49,12 @@ impl SearchQuery {
     /// only on Latin letters: [`fold`] would take "й" to "и", Greek accents, Korean syllables'
     /// composition and Devanagari's vowel signs, and FTS5 would find none of them.
     pub fn parse_lower(text: &str) -> Option<SearchQuery> {
+        // Composed first: a query typed or pasted decomposed ("re" and a combining accent)
+        // split at each mark, and the index, which holds the composed form, found nothing.
         // "İ" lowers to "i" and a combining dot, which splits "İstanbul" into two words; FTS5
         // indexed it as "istanbul".
-        Self::parse_folded(&text.replace('\u{130}', "i").to_lowercase())
+        let composed: String = text.nfc().collect();
+        Self::parse_folded(&composed.replace('\u{130}', "i").to_lowercase())
     }
 
     fn parse_folded(folded: &str) -> Option<SearchQuery> {

@@ -157,6 +157,11 @@ super::on_every_backend! {
         for q in ["resume", "résumé", "DEJA", "muller", "zoe"] {
             assert_eq!(ids(&s.search(q, 10).expect(q)), [id], "{q}");
         }
+        // The same words decomposed (a letter and a combining accent), as some keyboards and
+        // pastes from macOS file names give them.
+        for q in ["re\u{301}sume\u{301}", "de\u{301}ja\u{300}", "Mu\u{308}ller"] {
+            assert_eq!(ids(&s.search(q, 10).expect(q)), [id], "{q:?}");
+        }
     }
 
     /// Words of scripts whose letters decompose (Cyrillic й, Greek accents, Hangul syllables,
