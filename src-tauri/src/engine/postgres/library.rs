@@ -152,12 +152,15 @@ const FILTERS: &str = "j.document IS NOT NULL AND ($3::text IS NULL OR j.host = 
      AND (cardinality($5::text[]) = 0 OR (SELECT count(*) FROM job_tags t \
          WHERE t.job_id = j.id AND t.tag = ANY($5)) = cardinality($5::text[]))";
 
+/// The listing: the filters' documents, newest first, without those matching the `tsquery`
+/// $1 when there is one (a filter with exclusions alone, `tag:thesis -draft`).
 fn listed_sql() -> String {
     format!(
         "SELECT j.id, j.url, j.title, j.document, substr(l.body, 1, 1000), 0.0::float8, \
              {HIT_COLUMNS} \
          FROM library l JOIN jobs j ON j.id = l.job_id LEFT JOIN batches b ON b.id = j.batch_id \
-         WHERE $1::text IS NULL AND {FILTERS} ORDER BY l.job_id DESC LIMIT $2"
+         WHERE ($1::text IS NULL OR NOT l.tsv @@ to_tsquery('simple', $1)) AND {FILTERS} \
+         ORDER BY l.job_id DESC LIMIT $2"
     )
 }
 
@@ -216,12 +219,17 @@ pub(super) async fn library(db: &Db, q: &LibraryQuery) -> Result<Vec<Hit>> {
     let host = q.host.clone();
     let limit = i64::from(q.limit);
     let c = db.client().await?;
-    if text.trim().is_empty() {
+    // A filter and exclusions alone (`tag:thesis -draft`): the filter's documents without
+    // those. With no filter they would list nearly everything.
+    let filtered = host.is_some() || q.batch_id.is_some() || !tags.is_empty();
+    let except = if text.trim().is_empty() || !filtered {
+        None
+    } else {
+        SearchQuery::excluded(&text).map(|e| e.to_tsquery())
+    };
+    if text.trim().is_empty() || except.is_some() {
         let rows = c
-            .query_rows(
-                &listed_sql(),
-                &[&None::<String>, &limit, &host, &q.batch_id, &tags],
-            )
+            .query_rows(&listed_sql(), &[&except, &limit, &host, &q.batch_id, &tags])
             .await?;
         return Ok(rows
             .iter()

@@ -14,6 +14,16 @@ pub fn fold(text: &str) -> String {
         .collect()
 }
 
+/// A query in lower case only, as FTS5 reads it (see [`SearchQuery::parse_lower`]).
+fn lower(text: &str) -> String {
+    // Composed first: a query typed or pasted decomposed ("re" and a combining accent)
+    // split at each mark, and the index, which holds the composed form, found nothing.
+    // "İ" lowers to "i" and a combining dot, which splits "İstanbul" into two words; FTS5
+    // indexed it as "istanbul".
+    let composed: String = text.nfc().collect();
+    composed.replace('\u{130}', "i").to_lowercase()
+}
+
 /// One word, or the words of a phrase in order; the last one a prefix if `prefix`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Term {
@@ -49,15 +59,44 @@ impl SearchQuery {
     /// only on Latin letters: [`fold`] would take "й" to "и", Greek accents, Korean syllables'
     /// composition and Devanagari's vowel signs, and FTS5 would find none of them.
     pub fn parse_lower(text: &str) -> Option<SearchQuery> {
-        // Composed first: a query typed or pasted decomposed ("re" and a combining accent)
-        // split at each mark, and the index, which holds the composed form, found nothing.
-        // "İ" lowers to "i" and a combining dot, which splits "İstanbul" into two words; FTS5
-        // indexed it as "istanbul".
-        let composed: String = text.nfc().collect();
-        Self::parse_folded(&composed.replace('\u{130}', "i").to_lowercase())
+        Self::parse_folded(&lower(text))
+    }
+
+    /// What a query of exclusions alone (`-draft -"old notes"`) leaves out, as one query
+    /// matching any of them, folded as [`SearchQuery::parse`] folds; `None` when the query
+    /// has a word a match must have, or no word at all. With a filter (a tag, a host, a
+    /// batch), such a query lists the filter's documents without these.
+    pub fn excluded(text: &str) -> Option<SearchQuery> {
+        Self::excluded_folded(&fold(text))
+    }
+
+    /// [`SearchQuery::excluded`] in lower case only, for FTS5 (see [`SearchQuery::parse_lower`]).
+    pub fn excluded_lower(text: &str) -> Option<SearchQuery> {
+        Self::excluded_folded(&lower(text))
+    }
+
+    fn excluded_folded(folded: &str) -> Option<SearchQuery> {
+        let mut terms = Vec::new();
+        for clause in Self::clauses_of(folded) {
+            match clause {
+                Clause::Not(term) => terms.push(term),
+                Clause::AnyOf(_) => return None,
+            }
+        }
+        (!terms.is_empty()).then(|| SearchQuery {
+            clauses: vec![Clause::AnyOf(terms)],
+        })
     }
 
     fn parse_folded(folded: &str) -> Option<SearchQuery> {
+        let clauses = Self::clauses_of(folded);
+        clauses
+            .iter()
+            .any(|c| matches!(c, Clause::AnyOf(_)))
+            .then_some(SearchQuery { clauses })
+    }
+
+    fn clauses_of(folded: &str) -> Vec<Clause> {
         let mut clauses: Vec<Clause> = Vec::new();
         let mut pending_or = false;
         let mut chars = folded.chars().peekable();
@@ -116,9 +155,6 @@ impl SearchQuery {
             pending_or = false;
         }
         clauses
-            .iter()
-            .any(|c| matches!(c, Clause::AnyOf(_)))
-            .then_some(SearchQuery { clauses })
     }
 
     /// The words a match has, each with whether it is a prefix: what a snippet marks.

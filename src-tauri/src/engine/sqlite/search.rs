@@ -88,16 +88,24 @@ static WINDOW_FILTERED_SQL: LazyLock<String> = LazyLock::new(|| {
 
 /// Every document, newest job first: `library_meta` has a row per document, walked by its key.
 /// Only the start of each text is read for its snippet; ?1 (the text) is none.
-static LISTED_SQL: LazyLock<String> = LazyLock::new(|| {
+static LISTED_SQL: LazyLock<String> = LazyLock::new(|| listed_sql("?1 IS NULL"));
+
+/// The listing without the documents that match ?1 (FTS5 syntax): a filter with exclusions
+/// alone (`tag:thesis -draft`).
+static LISTED_EXCEPT_SQL: LazyLock<String> = LazyLock::new(|| {
+    listed_sql("lm.job_id NOT IN (SELECT rowid FROM search WHERE search MATCH ?1)")
+});
+
+fn listed_sql(except: &str) -> String {
     format!(
         "SELECT j.id, j.url, j.title, j.document, substr(s.body, 1, {LEAD_READ}), 0.0, {HIT_COLUMNS} \
          FROM library_meta lm JOIN jobs j ON j.id = lm.job_id \
              LEFT JOIN search s ON s.rowid = lm.job_id \
              LEFT JOIN batches b ON b.id = j.batch_id \
-         WHERE ?1 IS NULL AND {FILTERS} \
+         WHERE {except} AND {FILTERS} \
          ORDER BY lm.job_id DESC LIMIT ?2"
     )
-});
+}
 
 /// How much of a text a listing's snippet is cut from, and how long the snippet is at most.
 const LEAD_READ: usize = 1_000;
@@ -182,14 +190,25 @@ struct Filters<'a> {
     tags: Vec<String>,
 }
 
-/// The listing: `f`'s documents, newest first.
-fn listed(conn: &rusqlite::Connection, limit: u32, f: &Filters<'_>) -> rusqlite::Result<Vec<Hit>> {
+/// The listing: `f`'s documents, newest first, without those matching `except` (FTS5
+/// syntax).
+fn listed(
+    conn: &rusqlite::Connection,
+    limit: u32,
+    f: &Filters<'_>,
+    except: Option<&str>,
+) -> rusqlite::Result<Vec<Hit>> {
     // A list of strings: encoding cannot fail.
     let keys = serde_json::to_string(&f.tags).unwrap_or_else(|_| "[]".into());
+    let sql = if except.is_some() {
+        &LISTED_EXCEPT_SQL
+    } else {
+        &LISTED_SQL
+    };
     let mut hits: Vec<Hit> = conn
-        .prepare_cached(&LISTED_SQL)?
+        .prepare_cached(sql)?
         .query_map(
-            params![None::<&str>, limit, f.host, f.batch_id, f.tags.len(), keys],
+            params![except, limit, f.host, f.batch_id, f.tags.len(), keys],
             hit_from_row,
         )?
         .collect::<rusqlite::Result<_>>()?;
@@ -258,11 +277,19 @@ impl Store {
         };
         let conn = self.conn()?;
         if text.is_empty() {
-            return Ok(listed(&conn, q.limit, &filters)?);
+            return Ok(listed(&conn, q.limit, &filters, None)?);
         }
         // The same query language as PostgreSQL's, written in FTS5's syntax with every term
         // quoted, so that no text is an error of the index's own syntax.
         let Some(parsed) = SearchQuery::parse_lower(&text) else {
+            // A filter and exclusions alone (`tag:thesis -draft`): the filter's documents
+            // without those. With no filter they would list nearly everything.
+            let filtered =
+                filters.host.is_some() || filters.batch_id.is_some() || !filters.tags.is_empty();
+            if filtered && let Some(excluded) = SearchQuery::excluded_lower(&text) {
+                let except = excluded.to_fts5();
+                return Ok(listed(&conn, q.limit, &filters, Some(&except))?);
+            }
             return Ok(Vec::new());
         };
         Ok(ranked(

@@ -383,6 +383,39 @@ super::on_every_backend! {
         assert!(s.search("   ", 10).expect("blank").is_empty());
     }
 
+    /// A filter with exclusions alone lists the filter's documents without those (it found
+    /// nothing); exclusions alone, with no filter, still find nothing.
+    fn a_filter_with_exclusions_alone_lists_its_documents_without_them(s) {
+        let kept = tagged(s, "https://a.example/1", &["thesis"], "final chapter");
+        let _draft = tagged(s, "https://a.example/2", &["thesis"], "a draft chapter");
+        let _other = tagged(s, "https://b.example/3", &[], "final notes");
+        let old = tagged(s, "https://a.example/4", &["thesis"], "Old notes, résumé");
+        assert_eq!(
+            ids(&s.search("tag:thesis -draft", 10).expect("text")),
+            [old, kept]
+        );
+        assert_eq!(
+            ids(&s.search("tag:thesis -draft -\"old notes\" -resume", 10).expect("several")),
+            [kept]
+        );
+        let menu = LibraryQuery {
+            tag: Some("thesis".into()),
+            ..query("-draft")
+        };
+        assert_eq!(ids(&s.library(&menu).expect("menu")), [old, kept]);
+        let host = LibraryQuery {
+            host: Some("a.example".into()),
+            ..query("-chapter")
+        };
+        assert_eq!(ids(&s.library(&host).expect("host")), [old]);
+        let limited = LibraryQuery {
+            limit: 1,
+            ..menu
+        };
+        assert_eq!(ids(&s.library(&limited).expect("limit")), [old]);
+        assert!(s.search("-draft", 10).expect("no filter").is_empty());
+    }
+
     fn a_job_without_a_document_is_not_in_the_library(s) {
         let listed = tagged(s, "https://a.example/1", &["thesis"], "qubit");
         let pending = NewJob {
