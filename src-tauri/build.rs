@@ -23,6 +23,7 @@ const COMMANDS: &[&str] = &[
     "export_library",
     "search_library",
     "library_tags",
+    "library_hosts",
     "read_document_of",
     "read_document_rest",
     "set_document_tags",

@@ -186,9 +186,9 @@ for (const select of Object.values(filters)) select.addEventListener('change', r
 
 async function loadFilters() {
   try {
-    const [tags, f] = await Promise.all([call('library_tags'), call('filters')]);
+    const [tags, hosts, f] = await Promise.all([call('library_tags'), call('library_hosts'), call('filters')]);
     fill(filters.tag, tags.map((t) => [t.tag, `${t.tag} (${Number(t.count).toLocaleString()})`]));
-    fill(filters.host, f.hosts.map((h) => [h.host, h.host]));
+    fill(filters.host, hosts.map((h) => [h.host, h.host]));
     fill(filters.batch, f.batches.map((b) => [String(b.id), b.name]));
   } catch (err) {
     say(`Could not load the library's filters: ${String(err)}`, true);

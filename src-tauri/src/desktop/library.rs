@@ -102,11 +102,25 @@ pub async fn library_tags(state: State<'_, DesktopState>) -> Result<Vec<TagCount
     let store = state.reader.clone();
     off_main(move || {
         Ok(store
-            .tag_counts()
+            .library_tag_counts()
             .map_err(store_error("Could not read the tags"))?
             .into_iter()
             .map(|(tag, count)| TagCount { tag, count })
             .collect())
+    })
+    .await
+}
+
+/// Every host with documents in the library, by name, for the host filter.
+#[tauri::command]
+pub async fn library_hosts(
+    state: State<'_, DesktopState>,
+) -> Result<Vec<crate::engine::queue::HostCount>, String> {
+    let store = state.reader.clone();
+    off_main(move || {
+        store
+            .library_hosts()
+            .map_err(store_error("Could not read the hosts"))
     })
     .await
 }

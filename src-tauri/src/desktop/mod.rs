@@ -306,6 +306,7 @@ pub fn build_app<R: Runtime>(
             export::export_library,
             library::search_library,
             library::library_tags,
+            library::library_hosts,
             library::read_document_of,
             library::read_document_rest,
             library::set_document_tags,

@@ -309,6 +309,42 @@ pub(super) async fn tag_counts(db: &Db) -> Result<Vec<(String, u64)>> {
         .collect())
 }
 
+pub(super) async fn library_tag_counts(db: &Db) -> Result<Vec<(String, u64)>> {
+    let rows = db
+        .client()
+        .await?
+        .query_rows(
+            "SELECT min(t.name), count(*) FROM job_tags t \
+                 JOIN library l ON l.job_id = t.job_id JOIN jobs j ON j.id = t.job_id \
+             WHERE j.document IS NOT NULL GROUP BY t.tag ORDER BY count(*) DESC, t.tag",
+            &[],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| (r.get(0), r.get::<_, i64>(1) as u64))
+        .collect())
+}
+
+pub(super) async fn library_hosts(db: &Db) -> Result<Vec<crate::engine::queue::HostCount>> {
+    let rows = db
+        .client()
+        .await?
+        .query_rows(
+            "SELECT j.host, count(*) FROM library l JOIN jobs j ON j.id = l.job_id \
+             WHERE j.document IS NOT NULL GROUP BY j.host ORDER BY j.host",
+            &[],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| crate::engine::queue::HostCount {
+            host: r.get(0),
+            jobs: r.get::<_, i64>(1) as u64,
+        })
+        .collect())
+}
+
 pub(super) async fn set_tags(db: &Db, job_id: i64, tags: &[String]) -> Result<Option<Vec<String>>> {
     let tags = normalise(tags);
     let listed = serde_json::to_string(&tags)?;

@@ -284,6 +284,14 @@ impl Queue for PgStore {
         self.block(|| library::tag_counts(&self.db))
     }
 
+    fn library_tag_counts(&self) -> Result<Vec<(String, u64)>> {
+        self.block(|| library::library_tag_counts(&self.db))
+    }
+
+    fn library_hosts(&self) -> Result<Vec<HostCount>> {
+        self.block(|| library::library_hosts(&self.db))
+    }
+
     fn citation_keys(&self) -> Result<Vec<(i64, String)>> {
         self.block(|| library::citation_keys(&self.db))
     }

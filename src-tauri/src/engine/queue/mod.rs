@@ -275,6 +275,12 @@ pub trait Queue: Send + Sync + std::fmt::Debug {
     /// Every tag with how many jobs carry it, most used first (then by name), for the
     /// window's tag filter and `gleaner tags`.
     fn tag_counts(&self) -> Result<Vec<(String, u64)>>;
+    /// Every tag with how many documents in the library carry it (a job not fetched yet is
+    /// not in the library), most used first: the Library's tag filter.
+    fn library_tag_counts(&self) -> Result<Vec<(String, u64)>>;
+    /// Every host with documents in the library and how many, by name: the Library's host
+    /// filter (all of them: a cap by job count left out the hosts of a few papers).
+    fn library_hosts(&self) -> Result<Vec<HostCount>>;
     /// Replace a job's tags (normalised: [`crate::engine::tags::normalise`]) in one
     /// transaction, in the tag index and in the job's metadata, so a re-fetch writes them into
     /// its new document; the tags as kept, or `None` if the job is not there. Tags change

@@ -182,6 +182,14 @@ impl Queue for Store {
         Store::tag_counts(self)
     }
 
+    fn library_tag_counts(&self) -> Result<Vec<(String, u64)>> {
+        Store::library_tag_counts(self)
+    }
+
+    fn library_hosts(&self) -> Result<Vec<HostCount>> {
+        Store::library_hosts(self)
+    }
+
     fn citation_keys(&self) -> Result<Vec<(i64, String)>> {
         Store::citation_keys(self)
     }

@@ -416,6 +416,37 @@ super::on_every_backend! {
         assert!(s.search("-draft", 10).expect("no filter").is_empty());
     }
 
+    /// The Library's filter menus count documents, not jobs, and offer every host with one,
+    /// by name: a pending job counted in its tag's number, and hosts were the 500 with most
+    /// jobs.
+    fn the_librarys_filters_count_documents_and_offer_every_host_by_name(s) {
+        tagged(s, "https://z.example/1", &["thesis"], "one");
+        tagged(s, "https://a.example/2", &["thesis", "draft"], "two");
+        tagged(s, "https://a.example/3", &[], "three");
+        let pending = NewJob {
+            reference: Some(Box::new(Reference {
+                tags: vec!["thesis".into(), "later".into()],
+                ..Reference::default()
+            })),
+            ..job("https://m.example/4")
+        };
+        s.enqueue(None, &[pending], 5, 3).expect("enqueue");
+        assert_eq!(
+            s.library_tag_counts().expect("tags"),
+            [("thesis".to_string(), 2), ("draft".to_string(), 1)]
+        );
+        let hosts: Vec<(String, u64)> = s
+            .library_hosts()
+            .expect("hosts")
+            .into_iter()
+            .map(|h| (h.host, h.jobs))
+            .collect();
+        assert_eq!(
+            hosts,
+            [("a.example".to_string(), 2), ("z.example".to_string(), 1)]
+        );
+    }
+
     fn a_job_without_a_document_is_not_in_the_library(s) {
         let listed = tagged(s, "https://a.example/1", &["thesis"], "qubit");
         let pending = NewJob {
