@@ -235,6 +235,21 @@ fn the_library_finds_reads_and_tags_what_was_fetched() {
             all[0]["title"].as_str().unwrap_or("").contains("braided"),
             "{all:?}"
         );
+        // The host menu offers the library's hosts (read through their own command).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let hosts = s
+                .js(
+                    "return [...document.getElementById('library-host').options].map(o => o.value);",
+                    vec![],
+                )
+                .await;
+            if hosts.as_array().is_some_and(|h| h.iter().any(|v| v == "127.0.0.1")) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "host menu: {hosts}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
 
         // Results as you type: ranked, with the matched words marked.
         search.send_keys("nitrogen").await.expect("type");
