@@ -14,6 +14,13 @@ use crate::engine::queue::QueueError;
 pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a step waits for a free connection of the pool.
 pub(super) const WAIT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a statement waits for a row another member holds (`lock_timeout`): a member
+/// whose transaction stalls (a slow uplink, a laptop suspended mid-step) holds up the others
+/// this long at most, and the waiting step is tried again (`QueueError::is_retryable`).
+pub(super) const LOCK_TIMEOUT: &str = "5s";
+/// How long the server keeps a transaction whose member went silent in the middle of it
+/// (`idle_in_transaction_session_timeout`): its locks go with it.
+pub(super) const IDLE_IN_TRANSACTION_TIMEOUT: &str = "60s";
 
 /// Whether `value` names a PostgreSQL database (rather than, say, a path).
 pub fn is_postgres_url(value: &str) -> bool {
@@ -53,6 +60,22 @@ pub(super) fn tune(config: &mut tokio_postgres::Config) {
     if config.get_application_name().is_none() {
         config.application_name("gleaner");
     }
+    // Server settings the address did not set (its `options` may hold a search path).
+    let mut options = config.get_options().unwrap_or_default().to_string();
+    for (name, value) in [
+        ("lock_timeout", LOCK_TIMEOUT),
+        (
+            "idle_in_transaction_session_timeout",
+            IDLE_IN_TRANSACTION_TIMEOUT,
+        ),
+    ] {
+        if !options.contains(name) {
+            options = format!("{options} -c {name}={value}")
+                .trim_start()
+                .to_string();
+        }
+    }
+    config.options(&options);
 }
 
 /// What stands for a password in a described address.

@@ -150,9 +150,9 @@ impl PgStore {
         let channel = store.block(|| async {
             let mut client = store.db.client().await?;
             migrations::migrate(&mut client).await?;
-            let row = client.query_one("SELECT current_schema()", &[]).await?;
-            let schema: Option<String> = row.get(0);
-            Ok(format!("gleaner_{}", schema.unwrap_or_default()))
+            // The tables' schema, which the claim function names too (migration 0008).
+            let row = client.query_one("SELECT gleaner_channel()", &[]).await?;
+            Ok(row.get::<_, String>(0))
         })?;
         store.db.channel = channel;
         store.pdf_max = store.block(|| documents::pdf_max(&store.db))?;

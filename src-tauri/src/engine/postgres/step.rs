@@ -169,11 +169,13 @@ pub(super) async fn step(
 /// them on the connection), then the claim, which must count the slots the outcomes freed,
 /// with `COMMIT` behind it. A claim that fails turns that `COMMIT` into a rollback.
 ///
-/// When every outcome is a success, the claim goes out with them, in one round trip: a
-/// success frees its slot in its first statement, which the claim follows on the connection,
-/// and `COMMIT` follows once the outcomes' later statements are sent. A failure may pause its
-/// host, which the claim must see, so a step with one keeps the two round trips, as does a
-/// success on a throttled host (its row's write would wait behind the claim's lock on it).
+/// When every outcome is a success with nothing to upload, the claim goes out with them, in
+/// one round trip: a success frees its slot in its first statement, which the claim follows
+/// on the connection. A failure may pause its host, which the claim must see, so a step with
+/// one keeps the two round trips, as does a success on a throttled host (its row's write would
+/// wait behind the claim's lock on it), and one that sends a document or its text: the claim
+/// locks host rows until `COMMIT`, and every other member's claim would wait while they went
+/// up a slow uplink.
 async fn step_on(
     db: &Db,
     c: &deadpool_postgres::Object,
@@ -209,9 +211,9 @@ async fn step_on(
         }
     };
     // A throttled host's success writes its row, which the claim may have locked meanwhile.
-    let successes = finished
-        .iter()
-        .all(|(claimed, finish)| matches!(finish, Finish::Success(_)) && !claimed.throttled);
+    let successes = finished.iter().all(|(claimed, finish)| {
+        matches!(finish, Finish::Success(s) if s.index.is_none()) && !claimed.throttled
+    }) && stored.iter().all(Option::is_none);
     if successes && args.is_some() {
         // Prepared before anything is sent, so that each statement goes out when its future is
         // first polled, in the order above: a statement still to be prepared would go out
@@ -473,5 +475,63 @@ mod tests {
             .expect("the second job's turn");
         assert!(next >= 4_000 + 300, "next start at {next}");
         assert!(next <= 4_000 + 60_000, "next start at {next}");
+    }
+
+    /// Another member's transaction that stalls holding a host's row (a slow uplink, a laptop
+    /// suspended mid-step) holds a claim up for the lock timeout at most: the claim passes the
+    /// host by and takes what else is due, where it waited for as long as the row was held.
+    #[test]
+    fn a_claim_passes_a_host_whose_row_another_member_holds_too_long() {
+        let url = format!("{}%20-c%20lock_timeout%3D300", fresh_database_url());
+        let store = PgStore::open(&url, "m").expect("open");
+        let jobs = [job("http://arxiv.example/1"), job("http://other.example/1")];
+        store.enqueue(None, &jobs, 5, 0).expect("enqueue");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        // Held for the whole test: never committed.
+        let _stalled = rt.block_on(async {
+            let (client, connection) = url
+                .parse::<tokio_postgres::Config>()
+                .expect("address")
+                .connect(tokio_postgres::NoTls)
+                .await
+                .expect("another member");
+            tokio::spawn(connection);
+            client
+                .batch_execute("BEGIN; SELECT 1 FROM hosts WHERE host = 'arxiv.example' FOR UPDATE")
+                .await
+                .expect("the other member's lock");
+            client
+        });
+        let intervals = HostIntervals::default();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let request = ClaimRequest {
+                    owner: "w",
+                    lease: Duration::from_secs(60),
+                    per_host: 4,
+                    intervals: &intervals,
+                    max: 10,
+                    clock: None,
+                };
+                let _ = tx.send(
+                    store
+                        .step(&mut Vec::new(), &Policy::default(), 1_000, Some(&request))
+                        .map(|s| s.claimed),
+                );
+            });
+            let claimed = rx.recv_timeout(Duration::from_secs(10));
+            // Let a claim still waiting go before the scope joins it.
+            rt.block_on(_stalled.batch_execute("ROLLBACK"))
+                .expect("release");
+            let claimed = claimed
+                .expect("the claim waited for the other member's row")
+                .expect("step");
+            let hosts: Vec<&str> = claimed.iter().map(|c| c.host.as_str()).collect();
+            assert_eq!(hosts, ["other.example"]);
+        });
     }
 }
