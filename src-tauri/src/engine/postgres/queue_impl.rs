@@ -13,7 +13,7 @@ use super::{PgStore, library, listen, reads, step};
 use crate::engine::clock::{Millis, Reading};
 use crate::engine::policy::{HostIntervals, Policy};
 use crate::engine::queue::{
-    ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, Hit,
+    ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, Held, Hit,
     HostCount, HostState, Indexed, Job, JobFilter, LibraryQuery, Liveness, NewJob, OfflineState,
     Queue, QueueError, Reindexed, Result, Settled, SharedDocument, SharedEntry, StallState, Stats,
     Step, Subscription, Success, rfc3339,
@@ -127,18 +127,18 @@ impl Queue for PgStore {
         Ok(failed.into_iter().map(|f| self.local_failed(f)).collect())
     }
 
-    fn refresh(&self, owner: &str, lease_until: Millis) -> Result<u64> {
-        self.block(|| step::refresh(&self.db, owner, lease_until))
+    fn refresh(&self, owner: &str, held: &[i64], lease_until: Millis) -> Result<u64> {
+        self.block(|| step::refresh(&self.db, owner, held, lease_until))
     }
 
     fn put_back(
         &self,
         owner: &str,
-        only: Option<&[i64]>,
+        which: Held<'_>,
         reason: &str,
         now: Millis,
     ) -> Result<Vec<i64>> {
-        self.block(|| step::put_back(&self.db, owner, only, reason, now))
+        self.block(|| step::put_back(&self.db, owner, which, reason, now))
     }
 
     fn next_wakeup(&self, now: Millis, intervals: &HostIntervals) -> Result<Option<Millis>> {

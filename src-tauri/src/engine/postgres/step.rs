@@ -11,7 +11,7 @@ use super::{Db, transaction};
 use crate::engine::clock::{Clock, Millis};
 use crate::engine::policy::{Failure, FailureKind, Policy};
 use crate::engine::queue::{
-    ClaimRequest, Claimed, Failed, Finish, Job, Liveness, Result, Settled, Stage,
+    ClaimRequest, Claimed, Failed, Finish, Held, Job, Liveness, Result, Settled, Stage,
 };
 
 fn done_or_discarded(held: bool) -> Settled {
@@ -239,12 +239,18 @@ async fn step_on(
     Ok((settled, claimed))
 }
 
-pub(super) async fn refresh(db: &Db, owner: &str, lease_until: Millis) -> Result<u64> {
+pub(super) async fn refresh(
+    db: &Db,
+    owner: &str,
+    held: &[i64],
+    lease_until: Millis,
+) -> Result<u64> {
     let client = db.client().await?;
     client
         .exec(
-            "UPDATE jobs SET lease_until = $2 WHERE status = 'running' AND lease_owner = $1",
-            &[&owner, &lease_until],
+            "UPDATE jobs SET lease_until = $2 \
+             WHERE id = ANY($3) AND status = 'running' AND lease_owner = $1",
+            &[&owner, &lease_until, &held],
         )
         .await
 }
@@ -356,7 +362,7 @@ pub(super) fn judge(r: &Running, now: Millis, liveness: &dyn Fn(&str) -> Livenes
 pub(super) async fn put_back(
     db: &Db,
     owner: &str,
-    only: Option<&[i64]>,
+    which: Held<'_>,
     reason: &str,
     now: Millis,
 ) -> Result<Vec<i64>> {
@@ -372,7 +378,7 @@ pub(super) async fn put_back(
         let mut out = Vec::new();
         for r in &rows {
             let job_id: i64 = r.get(0);
-            if only.is_some_and(|ids| !ids.contains(&job_id)) {
+            if !which.wants(job_id) {
                 continue;
             }
             let url: String = r.get(1);

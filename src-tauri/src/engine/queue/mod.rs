@@ -26,7 +26,7 @@ mod types;
 
 pub use error::{QueueError, Result};
 pub use types::{
-    ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, Hit,
+    ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, Held, Hit,
     HostCount, HostState, Indexed, Job, JobFilter, LibraryQuery, Liveness, NewJob, Next,
     OfflineState, PausedHost, Reference, Reindexed, Settled, SharedDocument, SharedEntry, Stage,
     StallKind, StallState, Stats, Status, Step, Success, claim_now, host_to_pause, rfc3339,
@@ -149,19 +149,15 @@ pub trait Queue: Send + Sync + std::fmt::Debug {
         liveness: &dyn Fn(&str) -> Liveness,
     ) -> Result<Vec<Failed>>;
 
-    /// The heartbeat: extend the leases of `owner`'s running jobs to `lease_until`; how many
-    /// it holds. A live worker's jobs are then never taken on another machine.
-    fn refresh(&self, owner: &str, lease_until: Millis) -> Result<u64>;
+    /// The heartbeat: extend the leases of those of `held` that are `owner`'s running jobs to
+    /// `lease_until`; how many it holds. A live worker's jobs are then never taken on another
+    /// machine, and a job whose claim the worker never heard of (a lost reply) is not kept.
+    fn refresh(&self, owner: &str, held: &[i64], lease_until: Millis) -> Result<u64>;
 
-    /// Put `owner`'s running jobs (or only those in `only`) back to pending with their budget
+    /// Put `owner`'s running jobs (those `which` names) back to pending with their budget
     /// untouched, recording `reason` in their history; their ids.
-    fn put_back(
-        &self,
-        owner: &str,
-        only: Option<&[i64]>,
-        reason: &str,
-        now: Millis,
-    ) -> Result<Vec<i64>>;
+    fn put_back(&self, owner: &str, which: Held<'_>, reason: &str, now: Millis)
+    -> Result<Vec<i64>>;
 
     /// When the next job could become eligible: the earliest future due time or end of a
     /// host's pause.

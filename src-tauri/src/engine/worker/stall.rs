@@ -85,7 +85,7 @@ impl Worker {
                 stall.state.reason.clone(),
             );
             if let Err(e) = self
-                .db(move |s| s.put_back(&owner, None, &reason, now))
+                .db(move |s| s.put_back(&owner, crate::engine::queue::Held::All, &reason, now))
                 .await
             {
                 tracing::debug!(error = %e, "cannot put back the jobs this worker holds");
