@@ -247,7 +247,7 @@ impl Queue for PgStore {
     }
 
     fn clear_index(&self) -> Result<()> {
-        self.block(|| library::clear_index(&self.db))
+        self.block_unlimited(|| library::clear_index(&self.db))
     }
 
     fn reindex(&self, documents: &[(i64, String, Indexed)]) -> Result<Reindexed> {
@@ -261,7 +261,7 @@ impl Queue for PgStore {
                 (*id, self.paths.relative(path), doc)
             })
             .collect();
-        self.block(|| library::reindex(&self.db, &documents))
+        self.block_unlimited(|| library::reindex(&self.db, &documents))
     }
 
     fn shared_listing(&self, after: i64, limit: u32) -> Result<Vec<SharedEntry>> {
