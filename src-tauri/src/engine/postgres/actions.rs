@@ -192,11 +192,10 @@ pub(super) async fn enqueue(
             (Joins::Existing(id), _) => {
                 if queued {
                     // A batch closed as empty by an idle worker goes back in the rotation.
-                    tx.exec(
-                        "UPDATE batches SET open = true WHERE id = $1 AND NOT open",
-                        &[&id],
-                    )
-                    .await?;
+                    // Written even when open, so its row stays locked until the jobs are
+                    // committed: a recovery closing finished batches waits for them.
+                    tx.exec("UPDATE batches SET open = true WHERE id = $1", &[&id])
+                        .await?;
                 }
                 Some(id)
             }

@@ -296,12 +296,7 @@ pub(super) async fn recover(
     now: Millis,
 ) -> Result<Vec<Failed>> {
     transaction!(db, |tx| {
-        tx.exec(
-            "UPDATE batches SET open = false WHERE open AND NOT EXISTS (SELECT 1 FROM jobs \
-                 WHERE jobs.batch_id = batches.id AND jobs.status IN ('pending', 'running'))",
-            &[],
-        )
-        .await?;
+        close_finished_batches(&tx).await?;
         let mut out = Vec::new();
         for (r, expired) in gone {
             let still = tx
@@ -345,6 +340,33 @@ pub(super) async fn recover(
         }
         out
     })
+}
+
+/// Take finished batches out of the rotation. Locked first, then checked again in a statement
+/// of its own: an intake or a retry that is adding a job to a batch holds the batch's row
+/// until it commits, and only a new statement sees that job. One statement checked with what
+/// it saw before the wait, and closed a batch with a pending job, which no claim then looked
+/// at (`run --until-idle` never ended).
+async fn close_finished_batches(tx: &impl Conn) -> Result<()> {
+    const FINISHED: &str = "NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.batch_id = batches.id \
+         AND jobs.status IN ('pending', 'running'))";
+    let ids: Vec<i64> = tx
+        .query_rows(
+            &format!("SELECT id FROM batches WHERE open AND {FINISHED} ORDER BY id FOR UPDATE"),
+            &[],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if !ids.is_empty() {
+        tx.exec(
+            &format!("UPDATE batches SET open = false WHERE id = ANY($1) AND {FINISHED}"),
+            &[&ids],
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 /// Whether recovery takes a running job back: its owner is gone, or cannot be judged here and
@@ -539,5 +561,84 @@ mod tests {
             let hosts: Vec<&str> = claimed.iter().map(|c| c.host.as_str()).collect();
             assert_eq!(hosts, ["other.example"]);
         });
+    }
+
+    /// A recovery closing finished batches while a retry (or an intake) is putting a job back
+    /// in one: the batch stays open. Recovery's one statement waited for the batch's row, then
+    /// judged it by the jobs it saw before the wait, and closed it with a pending job.
+    #[test]
+    fn a_batch_getting_a_job_back_is_not_closed_by_a_recovery() {
+        let url = fresh_database_url();
+        let store = PgStore::open(&url, "m").expect("open");
+        let (batch, _) = store
+            .enqueue_batch("papers", "test", &[job("http://a.example/1")], 5, 0)
+            .expect("intake");
+        let batch = batch.expect("a batch");
+        store
+            .enqueue(None, &[job("http://b.example/2")], 5, 0)
+            .expect("enqueue");
+        // The first job finishes; the second is held by a member that is gone.
+        crate::engine::postgres::testing::execute(
+            &url,
+            "UPDATE jobs SET status = 'done' WHERE url = 'http://a.example/1'",
+        );
+        let intervals = HostIntervals::default();
+        let gone = store
+            .step(
+                &mut Vec::new(),
+                &Policy::default(),
+                0,
+                Some(&ClaimRequest {
+                    owner: "w@elsewhere",
+                    lease: Duration::from_secs(1),
+                    per_host: 4,
+                    intervals: &intervals,
+                    max: 1,
+                    clock: None,
+                }),
+            )
+            .expect("claim")
+            .claimed;
+        assert_eq!(gone.len(), 1);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        // A retry of the first job, as the store makes it: the job pending, the batch's row
+        // written, not yet committed.
+        let retrying = rt.block_on(async {
+            let (client, connection) = url
+                .parse::<tokio_postgres::Config>()
+                .expect("address")
+                .connect(tokio_postgres::NoTls)
+                .await
+                .expect("another member");
+            tokio::spawn(connection);
+            client
+                .batch_execute(&format!(
+                    "BEGIN; UPDATE jobs SET status = 'pending' WHERE url = 'http://a.example/1'; \
+                     UPDATE batches SET open = true WHERE id = {batch}"
+                ))
+                .await
+                .expect("the retry");
+            client
+        });
+        std::thread::scope(|scope| {
+            let recovering = scope.spawn(|| {
+                store.recover(&Policy::default(), 60_000, &|_| {
+                    crate::engine::queue::Liveness::Unknown
+                })
+            });
+            std::thread::sleep(Duration::from_millis(500));
+            rt.block_on(retrying.batch_execute("COMMIT"))
+                .expect("commit the retry");
+            let recovered = recovering.join().expect("thread").expect("recover");
+            assert_eq!(recovered.len(), 1);
+        });
+        let open: bool = rt
+            .block_on(retrying.query_one("SELECT open FROM batches WHERE id = $1", &[&batch]))
+            .expect("the batch")
+            .get(0);
+        assert!(open, "the batch was closed with a pending job");
     }
 }
