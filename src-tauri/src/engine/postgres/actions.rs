@@ -290,6 +290,10 @@ pub(super) async fn delete(db: &Db, ids: &[i64]) -> Result<Vec<ActionResult>> {
                 }
             }
         }
+        // Other members' windows drop the jobs.
+        if out.iter().any(|r| matches!(r, ActionResult::Done { .. })) {
+            db.notify(&tx).await?;
+        }
         out
     })
 }

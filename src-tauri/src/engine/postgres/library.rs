@@ -340,6 +340,8 @@ pub(super) async fn set_tags(db: &Db, job_id: i64, tags: &[String]) -> Result<Op
                 )
                 .await?;
             }
+            // Other members' windows show the tags.
+            db.notify(&tx).await?;
             Some(tags.clone())
         }
     })

@@ -160,4 +160,68 @@ mod tests {
         ))
         .expect("the intake woke the listening member");
     }
+
+    /// What another member does by hand, or finds about its machine, reaches this member's
+    /// window: a host paused, jobs deleted, tags set, the machine offline. None of these sent
+    /// a wake-up, so the other windows showed the old state until something else changed.
+    #[test]
+    fn changes_made_by_hand_on_one_member_wake_the_others() {
+        let url = fresh_database_url();
+        let here = PgStore::open(&url, "m").expect("open");
+        let other = PgStore::open(&url, "n").expect("open the other");
+        other
+            .enqueue(
+                None,
+                &[job("http://a.example/1"), job("http://a.example/2")],
+                5,
+                0,
+            )
+            .expect("enqueue");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let _in_runtime = rt.enter();
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let _subscription = here.subscribe(wake.clone()).expect("subscribe");
+        let settle = || {
+            let _ = rt.block_on(tokio::time::timeout(
+                Duration::from_millis(500),
+                wake.notified(),
+            ));
+        };
+        let offline = crate::engine::queue::OfflineState {
+            since: 0,
+            next_probe_at: 1_000,
+            probes: 0,
+            reason: "the network is down".into(),
+            worker: "w".into(),
+        };
+        let changes: [(&str, &dyn Fn()); 4] = [
+            ("a host paused", &|| {
+                other.pause_host("a.example", 0).expect("pause")
+            }),
+            ("tags set", &|| {
+                other
+                    .set_tags(1, &["thesis".to_string()])
+                    .expect("tags")
+                    .expect("a job");
+            }),
+            ("a job deleted", &|| {
+                other.delete(&[2]).expect("delete");
+            }),
+            ("the machine offline", &|| {
+                other.set_offline(Some(&offline)).expect("offline");
+            }),
+        ];
+        for (what, change) in changes {
+            settle();
+            change();
+            rt.block_on(tokio::time::timeout(
+                Duration::from_secs(5),
+                wake.notified(),
+            ))
+            .unwrap_or_else(|_| panic!("{what} woke no one"));
+        }
+    }
 }
