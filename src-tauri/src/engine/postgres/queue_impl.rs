@@ -321,6 +321,16 @@ impl Queue for PgStore {
         self.block(|| hosts::set_setting(&self.db, key, value))
     }
 
+    fn member_setting(&self, key: &str) -> Result<Option<String>> {
+        self.block(|| async {
+            hosts::member_setting(&self.db.client().await?, &self.db.member, key).await
+        })
+    }
+
+    fn set_member_setting(&self, key: &str, value: &str) -> Result<()> {
+        self.block(|| hosts::set_member_setting(&self.db, key, Some(value)))
+    }
+
     fn load_policy(&self) -> Result<Policy> {
         Ok(match self.setting("policy")? {
             Some(text) => serde_json::from_str(&text)?,

@@ -292,6 +292,15 @@ pub trait Queue: Send + Sync + std::fmt::Debug {
     /// A free-form setting (JSON text), or `None` when never set.
     fn setting(&self, key: &str) -> Result<Option<String>>;
     fn set_setting(&self, key: &str, value: &str) -> Result<()>;
+    /// A setting of this member's alone (on a shared queue, where [`Queue::setting`] is the
+    /// lab's): one machine's choice that must not change the others'. The queue's own
+    /// setting where no other machine shares it.
+    fn member_setting(&self, key: &str) -> Result<Option<String>> {
+        self.setting(key)
+    }
+    fn set_member_setting(&self, key: &str, value: &str) -> Result<()> {
+        self.set_setting(key, value)
+    }
     /// The stored policy, or the defaults.
     fn load_policy(&self) -> Result<Policy>;
     fn save_policy(&self, policy: &Policy) -> Result<()>;
