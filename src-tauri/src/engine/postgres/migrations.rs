@@ -14,6 +14,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations-postgres/0006_document_hashes.sql"),
     include_str!("../../../migrations-postgres/0007_rate_limited_since.sql"),
     include_str!("../../../migrations-postgres/0008_claims_wait_for_a_host_a_while.sql"),
+    include_str!("../../../migrations-postgres/0009_search_words_as_gleaner_splits_them.sql"),
 ];
 
 /// The lock every migrating member takes (an arbitrary key of Gleaner's own).

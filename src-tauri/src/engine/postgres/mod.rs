@@ -160,6 +160,10 @@ impl PgStore {
         })?;
         store.db.channel = channel;
         store.pdf_max = store.block(|| documents::pdf_max(&store.db))?;
+        let split = store.block(|| library::split_words(&store.db))?;
+        if split > 0 {
+            tracing::info!("{split} documents of the search index brought up to date");
+        }
         store.db.answer_timeout = Some(connect::ANSWER_TIMEOUT);
         Ok(store)
     }

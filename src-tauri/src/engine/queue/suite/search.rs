@@ -237,6 +237,40 @@ super::on_every_backend! {
         let _ = diamond;
     }
 
+    /// The words inside compounds are found on both backends. PostgreSQL's parser kept
+    /// `bedload/suspended`, `TiO2/SiO2`, `Node.js` and `2.0.1` as one token each and read
+    /// `COVID-19` as `covid` and `-19`, so a search for a word inside one found nothing there,
+    /// where SQLite found it.
+    fn words_inside_compounds_are_found_on_every_backend(s) {
+        let id = done(
+            s,
+            "https://a.example/1",
+            "Bedload/suspended transport",
+            "",
+            "TiO2/SiO2 films, a Node.js server 2.0.1, and COVID-19 cases.",
+        );
+        for q in [
+            "suspended",
+            "bedload",
+            "SiO2",
+            "tio2",
+            "Node.js",
+            "js",
+            "node",
+            "2.0.1",
+            "\"0 1\"",
+            "COVID-19",
+            "covid",
+            "19",
+            "\"covid 19\"",
+            "susp*",
+            "sio*",
+        ] {
+            assert_eq!(ids(&s.search(q, 10).expect(q)), [id], "{q}");
+        }
+        assert!(s.search("\"19 covid\"", 10).expect("order").is_empty());
+    }
+
     fn a_new_version_replaces_the_old_in_the_index_and_a_deleted_job_leaves_it(s) {
         let id = done(
             s,
