@@ -161,19 +161,26 @@ fn listed_sql() -> String {
     )
 }
 
-/// How much of a hit's text its snippet is looked for in.
-const SNIPPET_READ: usize = 200_000;
+/// How much of a hit's text goes over the wire for its snippet (characters), and how far
+/// before the first match it starts: a search as one types sent up to 200,000 characters
+/// per hit, on every key.
+const SNIPPET_WINDOW: usize = 16_384;
+const SNIPPET_BEFORE: usize = 2_000;
 
 /// Ranked by `ts_rank` with weights title 1.0, authors 0.5, text 0.1 (as SQLite's BM25
-/// weights 10, 5, 1); each of the best hits comes with the start of its text, for
-/// [`snippet`].
+/// weights 10, 5, 1); each of the best hits comes with a window of its text around the first
+/// place one of the words `$6` appears (its start when none is found as written: an accent
+/// the query folded), for [`snippet`].
 fn ranked_sql() -> String {
     format!(
         "WITH q AS (SELECT to_tsquery('simple', $1) AS q), \
          top AS (SELECT l.job_id, ts_rank('{{0.1, 0.2, 0.5, 1.0}}', l.tsv, q.q)::float8 AS score \
              FROM library l JOIN jobs j ON j.id = l.job_id, q \
              WHERE l.tsv @@ q.q AND {FILTERS} ORDER BY score DESC, l.job_id DESC LIMIT $2) \
-         SELECT j.id, j.url, j.title, j.document, left(l.body, {SNIPPET_READ}), top.score, \
+         SELECT j.id, j.url, j.title, j.document, \
+             substr(l.body, greatest(1, coalesce((SELECT min(nullif(strpos(lower(l.body), w), 0)) \
+                 FROM unnest($6::text[]) w), 1) - {SNIPPET_BEFORE}), {SNIPPET_WINDOW}), \
+             top.score, \
              {HIT_COLUMNS} \
          FROM top JOIN jobs j ON j.id = top.job_id JOIN library l ON l.job_id = top.job_id \
              LEFT JOIN batches b ON b.id = j.batch_id \
@@ -236,8 +243,12 @@ pub(super) async fn library(db: &Db, q: &LibraryQuery) -> Result<Vec<Hit>> {
         return Ok(Vec::new());
     };
     let (query, terms) = (parsed.to_tsquery(), parsed.marks());
+    let words: Vec<&str> = terms.iter().map(|(w, _)| w.as_str()).collect();
     let rows = c
-        .query_rows(&ranked_sql(), &[&query, &limit, &host, &q.batch_id, &tags])
+        .query_rows(
+            &ranked_sql(),
+            &[&query, &limit, &host, &q.batch_id, &tags, &words],
+        )
         .await?;
     Ok(rows
         .iter()

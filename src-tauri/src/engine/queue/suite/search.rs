@@ -146,6 +146,17 @@ super::on_every_backend! {
         );
     }
 
+    /// A match far into a long text is shown marked in its snippet (PostgreSQL read the
+    /// first 200,000 characters of each hit for it, and showed the text's start unmarked).
+    fn a_match_far_into_a_long_text_is_marked_in_its_snippet(s) {
+        let body = format!("{}the needle is here. {}", "filler words. ".repeat(15_000), "tail. ".repeat(100));
+        done(s, "https://a.example/1", "Long", "", &body);
+        let hits = s.library(&query("needle")).expect("search");
+        assert_eq!(hits.len(), 1);
+        assert!(hits[0].snippet.contains("**needle**"), "{}", hits[0].snippet);
+        assert!(hits[0].snippet.len() < 1_000, "{}", hits[0].snippet.len());
+    }
+
     fn accents_fold_in_the_text_and_in_the_query(s) {
         let id = done(
             s,
