@@ -1,6 +1,9 @@
 //! A TCP proxy on loopback that a test can unplug: every connection through it is cut and new
-//! ones are refused until it is plugged back, as when a laptop leaves the lab's network.
+//! ones are refused until it is plugged back, as when a laptop leaves the lab's network. Or
+//! silence: nothing goes through any more and nothing is closed, as when a network drops
+//! packets.
 
+use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -8,6 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 pub struct TcpProxy {
     addr: SocketAddr,
     plugged: Arc<AtomicBool>,
+    silent: Arc<AtomicBool>,
     open: Arc<Mutex<Vec<TcpStream>>>,
     stop: Arc<AtomicBool>,
 }
@@ -20,7 +24,8 @@ impl TcpProxy {
         let plugged = Arc::new(AtomicBool::new(true));
         let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
-        let (p, o, s) = (plugged.clone(), open.clone(), stop.clone());
+        let silent = Arc::new(AtomicBool::new(false));
+        let (p, o, s, q) = (plugged.clone(), open.clone(), stop.clone(), silent.clone());
         std::thread::spawn(move || {
             for client in listener.incoming() {
                 if s.load(Ordering::SeqCst) {
@@ -31,6 +36,13 @@ impl TcpProxy {
                     let _ = client.shutdown(Shutdown::Both);
                     continue;
                 }
+                if q.load(Ordering::SeqCst) {
+                    // Held open, never answered.
+                    o.lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(client);
+                    continue;
+                }
                 let Ok(server) = TcpStream::connect(upstream) else {
                     continue;
                 };
@@ -39,8 +51,18 @@ impl TcpProxy {
                     let (Ok(mut from), Ok(mut to)) = (from.try_clone(), to.try_clone()) else {
                         continue;
                     };
+                    let quiet = q.clone();
                     std::thread::spawn(move || {
-                        let _ = std::io::copy(&mut from, &mut to);
+                        let mut buf = [0u8; 16 * 1024];
+                        while let Ok(n) = from.read(&mut buf) {
+                            // Silenced: what arrives is dropped, as by a lossy network.
+                            if n == 0
+                                || (!quiet.load(Ordering::SeqCst)
+                                    && to.write_all(&buf[..n]).is_err())
+                            {
+                                break;
+                            }
+                        }
                         let _ = to.shutdown(Shutdown::Both);
                     });
                 }
@@ -50,6 +72,7 @@ impl TcpProxy {
         Self {
             addr,
             plugged,
+            silent,
             open,
             stop,
         }
@@ -70,6 +93,11 @@ impl TcpProxy {
         {
             let _ = s.shutdown(Shutdown::Both);
         }
+    }
+
+    /// Forward nothing from now on, in either direction, and close nothing.
+    pub fn silence(&self) {
+        self.silent.store(true, Ordering::SeqCst);
     }
 
     pub fn plug(&self) {

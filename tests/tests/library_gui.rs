@@ -244,7 +244,10 @@ fn the_library_finds_reads_and_tags_what_was_fetched() {
                     vec![],
                 )
                 .await;
-            if hosts.as_array().is_some_and(|h| h.iter().any(|v| v == "127.0.0.1")) {
+            if hosts
+                .as_array()
+                .is_some_and(|h| h.iter().any(|v| v == "127.0.0.1"))
+            {
                 break;
             }
             assert!(Instant::now() < deadline, "host menu: {hosts}");

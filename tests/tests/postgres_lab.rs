@@ -591,3 +591,177 @@ fn tags_set_on_one_member_are_in_every_members_export() {
     let again = members[0].run(&["library", "pull"]);
     assert!(stdout(&again).contains("0 replaced"), "{}", stdout(&again));
 }
+
+/// A member killed while every live member's slots are busy: its jobs are taken back within a
+/// few beats all the same. Recovery ran only after a claim that came back short, which a
+/// member busy with long fetches never made, so the killed member's jobs stayed running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_members_jobs_are_taken_back_while_the_others_are_busy() {
+    use gleaner::engine::clock::{Clock, ManualClock};
+    use gleaner::engine::library::Library;
+    use gleaner::engine::policy::{HostIntervals, Policy};
+    use gleaner::engine::queue::{ClaimRequest, NewJob, Status};
+    use gleaner::engine::worker::{HEARTBEAT_EVERY, RunMode, SHARED_LEASE, Worker};
+
+    const T0: i64 = 1_800_000_000_000;
+    let server = FaultServer::start();
+    let database = fresh_database_url();
+    let dir = tempfile::tempdir().expect("dir");
+    let here = gleaner::engine::queue::open_with(dir.path(), Some(&database)).expect("member");
+    let job = |url: String| NewJob {
+        url: url.clone(),
+        url_key: url,
+        host: "127.0.0.1".into(),
+        reference: None,
+    };
+    here.enqueue(None, &[job(server.url("/hold/1/killed"))], 5, T0)
+        .expect("enqueue");
+    // A member of another machine claims it, and is killed.
+    let intervals = HostIntervals::default();
+    let killed = here
+        .step(
+            &mut Vec::new(),
+            &Policy::default(),
+            T0,
+            Some(&ClaimRequest {
+                owner: "pid-1-1-0000dead@elsewhere",
+                lease: SHARED_LEASE,
+                per_host: 8,
+                intervals: &intervals,
+                max: 1,
+                clock: None,
+            }),
+        )
+        .expect("the killed member's claim")
+        .claimed;
+    assert_eq!(killed.len(), 1);
+    let killed = killed[0].job_id;
+    // This member's one slot is busy with a fetch that takes as long as the test.
+    here.enqueue(None, &[job(server.url("/stall-headers"))], 5, T0)
+        .expect("enqueue");
+    let clock = ManualClock::new(T0);
+    let policy = Policy {
+        concurrency: 1,
+        timeout: Duration::from_secs(600),
+        ..Policy::default()
+    };
+    let worker = Worker::new(
+        here.clone(),
+        clock.clone(),
+        Library::new(dir.path().join("library")),
+        policy,
+    )
+    .expect("worker");
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let w = worker.clone();
+    let run = tokio::spawn(async move { w.run(RunMode::Forever, stop_rx).await });
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while server.total_hits() < 1 {
+        assert!(Instant::now() < deadline, "the fetch never started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let beats = 2 * SHARED_LEASE.as_secs() / HEARTBEAT_EVERY.as_secs();
+    for _ in 0..beats {
+        clock.advance(HEARTBEAT_EVERY);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let job = here.job(killed).expect("job").expect("row");
+    assert_eq!(job.status, Status::Pending, "at {}", clock.now_ms() - T0);
+    assert_eq!(
+        here.attempts(killed).expect("history")[0]
+            .outcome
+            .as_deref(),
+        Some("interrupted")
+    );
+    let _ = stop.send(true);
+    run.abort();
+    let _ = run.await;
+}
+
+/// The network to the database goes silent (packets dropped, nothing closed): the worker
+/// pauses within the answer timeout, saying the database does not answer. It waited on the
+/// step's reply for as long as the kernel kept the connection (about 15 minutes), showing
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_database_pauses_the_worker_within_the_answer_timeout() {
+    use gleaner::engine::clock::ManualClock;
+    use gleaner::engine::library::Library;
+    use gleaner::engine::policy::Policy;
+    use gleaner::engine::postgres::PgStore;
+    use gleaner::engine::queue::{NewJob, Queue};
+    use gleaner::engine::worker::{RunMode, Worker};
+    use gleaner_tests::proxy::TcpProxy;
+
+    const T0: i64 = 1_800_000_000_000;
+    let server = FaultServer::start();
+    let mut u = url::Url::parse(&fresh_database_url()).expect("url");
+    let upstream = format!(
+        "{}:{}",
+        u.host_str().expect("host"),
+        u.port().unwrap_or(5432)
+    );
+    let proxy = TcpProxy::start(
+        std::net::ToSocketAddrs::to_socket_addrs(&upstream)
+            .expect("resolve")
+            .next()
+            .expect("address"),
+    );
+    u.set_port(Some(proxy.addr().port())).expect("port");
+    let dir = tempfile::tempdir().expect("dir");
+    let library = dir.path().join("library");
+    let mut store = PgStore::open_at(u.as_str(), "m", Some(&library)).expect("open");
+    let limit = Duration::from_secs(2);
+    store.set_answer_timeout(limit);
+    let store: std::sync::Arc<dyn Queue> = std::sync::Arc::new(store);
+    let url = server.url("/hold/1500/silent");
+    let job = NewJob {
+        url: url.clone(),
+        url_key: url,
+        host: "127.0.0.1".into(),
+        reference: None,
+    };
+    store.enqueue(None, &[job], 5, T0).expect("enqueue");
+    let policy = Policy {
+        concurrency: 1,
+        ..Policy::default()
+    };
+    let worker =
+        Worker::new(store, ManualClock::new(T0), Library::new(library), policy).expect("worker");
+    let mut health = worker.health();
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let w = worker.clone();
+    let run = tokio::spawn(async move { w.run(RunMode::Forever, stop_rx).await });
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while server.total_hits() < 1 {
+        assert!(Instant::now() < deadline, "the fetch never started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The fetch goes on; its outcome's step meets the silence.
+    proxy.silence();
+    let silenced = Instant::now();
+    let stalled = tokio::time::timeout(Duration::from_secs(15), async {
+        loop {
+            if let Some(state) = health.borrow_and_update().clone() {
+                return state;
+            }
+            if health.changed().await.is_err() {
+                panic!("the worker's health went away");
+            }
+        }
+    })
+    .await
+    .expect("the worker paused");
+    assert!(
+        stalled.reason.contains("did not answer"),
+        "{}",
+        stalled.reason
+    );
+    assert!(
+        silenced.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        silenced.elapsed()
+    );
+    let _ = stop.send(true);
+    run.abort();
+    let _ = run.await;
+}

@@ -358,7 +358,11 @@ fn send_signal(child: &std::process::Child, signal: &str) {
 }
 
 /// A `gleaner run` with one job whose page never comes, once that fetch has started.
-fn run_with_a_fetch_in_flight(sb: &Sandbox, server: &FaultServer, args: &[&str]) -> std::process::Child {
+fn run_with_a_fetch_in_flight(
+    sb: &Sandbox,
+    server: &FaultServer,
+    args: &[&str],
+) -> std::process::Child {
     let before = server.hits("/hangs");
     let child = sb
         .cmd()
@@ -390,7 +394,12 @@ fn an_until_idle_run_stopped_by_a_signal_does_not_exit_zero() {
         let child = run_with_a_fetch_in_flight(&sb, &server, &["run", "--until-idle"]);
         send_signal(&child, signal);
         let out = child.wait_with_output().expect("the run ends");
-        assert_eq!(out.status.code(), Some(code), "SIG{signal}: {}", stderr(&out));
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "SIG{signal}: {}",
+            stderr(&out)
+        );
         let job = sb.json(&["jobs", "show", "1", "--json"]);
         assert_eq!(
             (&job["status"], &job["retries_used"]),
@@ -472,7 +481,8 @@ fn a_second_ctrl_c_leaves_at_once() {
     assert!(sb.run(&["add", &server.url("/hangs")]).status.success());
     let child = run_with_a_fetch_in_flight(&sb, &server, &["run"]);
     let lock = sb.sql();
-    lock.execute_batch("BEGIN EXCLUSIVE").expect("lock the database");
+    lock.execute_batch("BEGIN EXCLUSIVE")
+        .expect("lock the database");
     send_signal(&child, "INT");
     std::thread::sleep(Duration::from_millis(500));
     let again = Instant::now();

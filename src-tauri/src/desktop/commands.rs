@@ -788,7 +788,7 @@ pub async fn save_settings(
             "false"
         };
         store
-            .set_setting(super::NOTIFICATIONS_KEY, notifications)
+            .set_member_setting(super::NOTIFICATIONS_KEY, notifications)
             .map_err(&fail)?;
         // Last: a refused save above leaves the address as it was too.
         if super::database::save(&data_dir, &settings.database)? {

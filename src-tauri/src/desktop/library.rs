@@ -213,6 +213,8 @@ fn document_text(
             .stored_document(id)
             .map_err(|e| format!("Could not read the shared copy of {doc}: {e}"))?
     {
+        // The same limit as a file here: the window would render it all the same.
+        within_reader_limit(stored.len() as u64)?;
         let text = String::from_utf8_lossy(&stored).into_owned();
         let path = PathBuf::from(&doc);
         return Ok((job.url, doc, path, text));
@@ -221,15 +223,20 @@ fn document_text(
     let size = std::fs::metadata(&path)
         .map_err(|e| format!("Could not read {}: {e}", path.display()))?
         .len();
+    within_reader_limit(size)?;
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("Could not read {}: {e}", path.display()))?;
+    Ok((job.url, doc, path, text))
+}
+
+fn within_reader_limit(size: u64) -> Result<(), String> {
     if size > READER_MAX_BYTES {
         return Err(format!(
             "This document is {} MB, too large to show here. Open the file instead.",
             size / (1024 * 1024)
         ));
     }
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("Could not read {}: {e}", path.display()))?;
-    Ok((job.url, doc, path, text))
+    Ok(())
 }
 
 /// A document's front matter and its Markdown (a file without front matter is all body).
@@ -520,6 +527,16 @@ mod tests {
         );
         assert_eq!(doc, path.to_string_lossy());
         assert!(text.contains("Shared text."), "{text}");
+        // The reader's size limit holds for the shared copy as for a file here (it was read
+        // and rendered whatever its size).
+        crate::engine::postgres::testing::execute(
+            &url,
+            "UPDATE documents SET content = convert_to(repeat('x', 17 * 1024 * 1024), 'UTF8')",
+        );
+        let Err(e) = document_text(&*ours, &root, c.job_id) else {
+            panic!("a 17 MB shared copy was read for the reader");
+        };
+        assert!(e.contains("too large to show here"), "{e}");
 
         let alone = crate::engine::sqlite::Store::open_in_memory().expect("store");
         alone

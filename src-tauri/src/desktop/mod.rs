@@ -122,11 +122,12 @@ fn own_queue_notice(why: &str) -> String {
     )
 }
 
-/// Settings key: raise OS notifications for dead jobs ("true"/"false", default true).
+/// Settings key: raise OS notifications for dead jobs ("true"/"false", default true). A
+/// member's own on a shared queue: one lab member turning them off turned them off for all.
 pub const NOTIFICATIONS_KEY: &str = "notifications";
 
 fn notifications_enabled(store: &dyn Queue) -> bool {
-    match store.setting(NOTIFICATIONS_KEY) {
+    match store.member_setting(NOTIFICATIONS_KEY) {
         Ok(v) => v.as_deref() != Some("false"),
         Err(e) => {
             tracing::warn!(error = %e, "cannot read the notification setting; notifying");
@@ -602,15 +603,26 @@ fn session_bus_available() -> bool {
         .is_some_and(|dir| std::path::Path::new(&dir).join("bus").exists())
 }
 
+/// The deaths this window announces, marked announced. With notifications off they are taken
+/// all the same where the queue is this machine's, so turning them back on does not replay
+/// old ones; on a shared queue they are left to the members whose notifications are on (a
+/// window with them off took every member's deaths, and no one was told).
+fn deaths_to_announce(store: &dyn Queue) -> queue::Result<Vec<queue::Job>> {
+    let enabled = notifications_enabled(store);
+    if !enabled && store.shared() {
+        return Ok(Vec::new());
+    }
+    let dead = store.take_unannounced_deaths(1000)?;
+    Ok(if enabled { dead } else { Vec::new() })
+}
+
 /// Raise one OS notification for the deaths committed since the last one: a single job by
 /// name, a burst as a summary ("3 jobs died: 2× 404 Not Found, 1× timed out").
 fn announce_deaths<R: Runtime>(app: &tauri::AppHandle<R>) {
     use tauri_plugin_notification::NotificationExt as _;
     let state = app.state::<DesktopState>();
-    // Deaths are taken (marked announced) even with notifications off, so turning them back
-    // on does not replay old ones.
-    let dead = match state.store.take_unannounced_deaths(1000) {
-        Ok(d) if !d.is_empty() && notifications_enabled(&*state.store) => d,
+    let dead = match deaths_to_announce(&*state.store) {
+        Ok(d) if !d.is_empty() => d,
         Ok(_) => return,
         Err(e) => {
             tracing::warn!(error = %e, "cannot read dead jobs to announce");
@@ -668,6 +680,41 @@ fn focus_main_window<R: Runtime>(app: &tauri::AppHandle<R>) {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::engine::postgres::PgStore;
+    use crate::engine::postgres::testing::{execute, fresh_database_url};
+    use crate::engine::sqlite::testing::job;
+
+    /// On a shared queue each member's window has its own switch for death notifications, and
+    /// one with them off leaves the lab's deaths to the members that announce them. The switch
+    /// was the lab's (one member turning it off turned it off for all), and a window with it
+    /// off took every death, so no member was told.
+    #[test]
+    fn a_member_with_notifications_off_leaves_deaths_to_the_others() {
+        let url = fresh_database_url();
+        let quiet = PgStore::open(&url, "quiet").expect("open");
+        let told = PgStore::open(&url, "told").expect("open the other");
+        quiet
+            .enqueue(None, &[job("http://a.example/1")], 5, 0)
+            .expect("enqueue");
+        execute(
+            &url,
+            "UPDATE jobs SET status = 'dead', dead_notified = false",
+        );
+        quiet
+            .set_member_setting(NOTIFICATIONS_KEY, "false")
+            .expect("switch off");
+        assert!(!notifications_enabled(&quiet));
+        assert!(notifications_enabled(&told), "the other member's switch");
+        assert!(deaths_to_announce(&quiet).expect("take").is_empty());
+        let dead = deaths_to_announce(&told).expect("take");
+        assert_eq!(
+            dead.len(),
+            1,
+            "the death was left for a member that announces it"
+        );
+    }
+
     #[test]
     fn a_stall_that_comes_back_within_a_minute_is_not_announced_again() {
         let minute = crate::engine::worker::STALL_MEMORY.as_millis() as i64;

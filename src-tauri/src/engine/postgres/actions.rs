@@ -192,11 +192,10 @@ pub(super) async fn enqueue(
             (Joins::Existing(id), _) => {
                 if queued {
                     // A batch closed as empty by an idle worker goes back in the rotation.
-                    tx.exec(
-                        "UPDATE batches SET open = true WHERE id = $1 AND NOT open",
-                        &[&id],
-                    )
-                    .await?;
+                    // Written even when open, so its row stays locked until the jobs are
+                    // committed: a recovery closing finished batches waits for them.
+                    tx.exec("UPDATE batches SET open = true WHERE id = $1", &[&id])
+                        .await?;
                 }
                 Some(id)
             }
@@ -290,6 +289,10 @@ pub(super) async fn delete(db: &Db, ids: &[i64]) -> Result<Vec<ActionResult>> {
                     out.push(ActionResult::Done { id });
                 }
             }
+        }
+        // Other members' windows drop the jobs.
+        if out.iter().any(|r| matches!(r, ActionResult::Done { .. })) {
+            db.notify(&tx).await?;
         }
         out
     })

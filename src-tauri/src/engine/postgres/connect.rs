@@ -14,6 +14,20 @@ use crate::engine::queue::QueueError;
 pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a step waits for a free connection of the pool.
 pub(super) const WAIT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long one call of the store (a step, a read) may wait for the server: the backstop for
+/// a connection that is silent without being dropped (the kernel's limit,
+/// `tcp_user_timeout`, catches data sent and never acknowledged; this, a peer that
+/// acknowledges and never answers). Long enough for a 25 MiB PDF up a slow uplink.
+pub(super) const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long data sent may go unacknowledged before the connection counts as dropped.
+const TCP_USER_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a statement waits for a row another member holds (`lock_timeout`): a member
+/// whose transaction stalls (a slow uplink, a laptop suspended mid-step) holds up the others
+/// this long at most, and the waiting step is tried again (`QueueError::is_retryable`).
+pub(super) const LOCK_TIMEOUT: &str = "5s";
+/// How long the server keeps a transaction whose member went silent in the middle of it
+/// (`idle_in_transaction_session_timeout`): its locks go with it.
+pub(super) const IDLE_IN_TRANSACTION_TIMEOUT: &str = "60s";
 
 /// Whether `value` names a PostgreSQL database (rather than, say, a path).
 pub fn is_postgres_url(value: &str) -> bool {
@@ -50,9 +64,29 @@ pub(super) fn tune(config: &mut tokio_postgres::Config) {
     }
     config.keepalives(true);
     config.keepalives_idle(Duration::from_secs(30));
+    // A silent peer (packets dropped) is found in about a minute, not the kernel's 15.
+    config.keepalives_interval(Duration::from_secs(10));
+    config.keepalives_retries(3);
+    config.tcp_user_timeout(TCP_USER_TIMEOUT);
     if config.get_application_name().is_none() {
         config.application_name("gleaner");
     }
+    // Server settings the address did not set (its `options` may hold a search path).
+    let mut options = config.get_options().unwrap_or_default().to_string();
+    for (name, value) in [
+        ("lock_timeout", LOCK_TIMEOUT),
+        (
+            "idle_in_transaction_session_timeout",
+            IDLE_IN_TRANSACTION_TIMEOUT,
+        ),
+    ] {
+        if !options.contains(name) {
+            options = format!("{options} -c {name}={value}")
+                .trim_start()
+                .to_string();
+        }
+    }
+    config.options(&options);
 }
 
 /// What stands for a password in a described address.

@@ -52,27 +52,30 @@ pub(super) async fn member_setting(
 }
 
 pub(super) async fn set_member_setting(db: &Db, key: &str, value: Option<&str>) -> Result<()> {
-    let client = db.client().await?;
-    match value {
-        Some(v) => {
-            client
-                .exec(
+    transaction!(db, |tx| {
+        let changed = match value {
+            Some(v) => {
+                tx.exec(
                     "INSERT INTO member_settings (member, key, value) VALUES ($1, $2, $3) \
-                     ON CONFLICT (member, key) DO UPDATE SET value = excluded.value",
+                     ON CONFLICT (member, key) DO UPDATE SET value = excluded.value \
+                     WHERE member_settings.value IS DISTINCT FROM excluded.value",
                     &[&db.member, &key, &v],
                 )
                 .await?
-        }
-        None => {
-            client
-                .exec(
+            }
+            None => {
+                tx.exec(
                     "DELETE FROM member_settings WHERE member = $1 AND key = $2",
                     &[&db.member, &key],
                 )
                 .await?
+            }
+        };
+        // Other members' windows show this machine offline or paused, and back.
+        if changed > 0 {
+            db.notify(&tx).await?;
         }
-    };
-    Ok(())
+    })
 }
 
 /// [`OfflineState`] as stored (times as integers, like SQLite's).
@@ -154,6 +157,8 @@ pub(super) async fn pause_host(db: &Db, host: &str, now: Millis) -> Result<()> {
             &[&host, &format!("paused by hand at {}", rfc3339(now))],
         )
         .await?;
+        // Other members' windows show the pause.
+        db.notify(&tx).await?;
     })
 }
 

@@ -6,7 +6,7 @@
 
 use super::rows::Conn;
 use super::{Db, transaction};
-use crate::engine::queue::search_query::{SearchQuery, fold};
+use crate::engine::queue::search_query::{SearchQuery, fold, searchable};
 use crate::engine::queue::{Hit, Indexed, LibraryQuery, Reindexed, Result};
 use crate::engine::sqlite::search::lead;
 use crate::engine::sqlite::snippet::{CLOSE, OPEN, marked};
@@ -110,7 +110,7 @@ pub(super) async fn index_in(tx: &impl Conn, job_id: i64, doc: &Indexed) -> Resu
          ON CONFLICT (job_id) DO UPDATE SET title = excluded.title, \
              authors_line = excluded.authors_line, body = excluded.body, \
              authors = excluded.authors, year = excluded.year, container = excluded.container, \
-             kind = excluded.kind, pdf = excluded.pdf, tsv = excluded.tsv",
+             kind = excluded.kind, pdf = excluded.pdf, tsv = excluded.tsv, words_split = true",
         &[
             &job_id,
             &doc.title,
@@ -121,9 +121,9 @@ pub(super) async fn index_in(tx: &impl Conn, job_id: i64, doc: &Indexed) -> Resu
             &doc.container,
             &doc.kind,
             &doc.pdf,
-            &fold(&doc.title),
-            &fold(&doc.authors),
-            &fold(indexed_part(&doc.body)),
+            &searchable(&doc.title),
+            &searchable(&doc.authors),
+            &searchable(indexed_part(&doc.body)),
         ],
     )
     .await?;
@@ -164,19 +164,26 @@ fn listed_sql() -> String {
     )
 }
 
-/// How much of a hit's text its snippet is looked for in.
-const SNIPPET_READ: usize = 200_000;
+/// How much of a hit's text goes over the wire for its snippet (characters), and how far
+/// before the first match it starts: a search as one types sent up to 200,000 characters
+/// per hit, on every key.
+const SNIPPET_WINDOW: usize = 16_384;
+const SNIPPET_BEFORE: usize = 2_000;
 
 /// Ranked by `ts_rank` with weights title 1.0, authors 0.5, text 0.1 (as SQLite's BM25
-/// weights 10, 5, 1); each of the best hits comes with the start of its text, for
-/// [`snippet`].
+/// weights 10, 5, 1); each of the best hits comes with a window of its text around the first
+/// place one of the words `$6` appears (its start when none is found as written: an accent
+/// the query folded), for [`snippet`].
 fn ranked_sql() -> String {
     format!(
         "WITH q AS (SELECT to_tsquery('simple', $1) AS q), \
          top AS (SELECT l.job_id, ts_rank('{{0.1, 0.2, 0.5, 1.0}}', l.tsv, q.q)::float8 AS score \
              FROM library l JOIN jobs j ON j.id = l.job_id, q \
              WHERE l.tsv @@ q.q AND {FILTERS} ORDER BY score DESC, l.job_id DESC LIMIT $2) \
-         SELECT j.id, j.url, j.title, j.document, left(l.body, {SNIPPET_READ}), top.score, \
+         SELECT j.id, j.url, j.title, j.document, \
+             substr(l.body, greatest(1, coalesce((SELECT min(nullif(strpos(lower(l.body), w), 0)) \
+                 FROM unnest($6::text[]) w), 1) - {SNIPPET_BEFORE}), {SNIPPET_WINDOW}), \
+             top.score, \
              {HIT_COLUMNS} \
          FROM top JOIN jobs j ON j.id = top.job_id JOIN library l ON l.job_id = top.job_id \
              LEFT JOIN batches b ON b.id = j.batch_id \
@@ -244,8 +251,12 @@ pub(super) async fn library(db: &Db, q: &LibraryQuery) -> Result<Vec<Hit>> {
         return Ok(Vec::new());
     };
     let (query, terms) = (parsed.to_tsquery(), parsed.marks());
+    let words: Vec<&str> = terms.iter().map(|(w, _)| w.as_str()).collect();
     let rows = c
-        .query_rows(&ranked_sql(), &[&query, &limit, &host, &q.batch_id, &tags])
+        .query_rows(
+            &ranked_sql(),
+            &[&query, &limit, &host, &q.batch_id, &tags, &words],
+        )
         .await?;
     Ok(rows
         .iter()
@@ -255,6 +266,48 @@ pub(super) async fn library(db: &Db, q: &LibraryQuery) -> Result<Vec<Hit>> {
             hit
         })
         .collect())
+}
+
+/// Rebuild the index of the documents indexed before migration 0009 from the text the
+/// library keeps, with Gleaner's word split ([`searchable`]), 100 at a time. Rows another
+/// member is rebuilding are left to it.
+pub(super) async fn split_words(db: &Db) -> Result<u64> {
+    let mut done = 0;
+    loop {
+        let n: Result<u64> = transaction!(db, |tx| {
+            let rows = tx
+                .query_rows(
+                    "SELECT job_id, title, authors_line, body FROM library WHERE NOT words_split \
+                     ORDER BY job_id LIMIT 100 FOR UPDATE SKIP LOCKED",
+                    &[],
+                )
+                .await?;
+            for r in &rows {
+                let (title, authors, body): (String, String, String) =
+                    (r.get(1), r.get(2), r.get(3));
+                tx.exec(
+                    "UPDATE library SET words_split = true, \
+                         tsv = setweight(to_tsvector('simple', $2), 'A') \
+                             || setweight(to_tsvector('simple', $3), 'B') \
+                             || setweight(to_tsvector('simple', $4), 'D') \
+                     WHERE job_id = $1",
+                    &[
+                        &r.get::<_, i64>(0),
+                        &searchable(&title),
+                        &searchable(&authors),
+                        &searchable(indexed_part(&body)),
+                    ],
+                )
+                .await?;
+            }
+            rows.len() as u64
+        });
+        let n = n?;
+        if n == 0 {
+            return Ok(done);
+        }
+        done += n;
+    }
 }
 
 pub(super) async fn clear_index(db: &Db) -> Result<()> {
@@ -384,6 +437,8 @@ pub(super) async fn set_tags(db: &Db, job_id: i64, tags: &[String]) -> Result<Op
                 )
                 .await?;
             }
+            // Other members' windows show the tags.
+            db.notify(&tx).await?;
             Some(tags.clone())
         }
     })
@@ -414,4 +469,43 @@ pub(super) async fn keep_citation_keys(db: &Db, keys: &[(i64, String)]) -> Resul
         }
         kept as usize
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::postgres::PgStore;
+    use crate::engine::postgres::testing::{execute, fresh_database_url};
+    use crate::engine::queue::Queue;
+    use crate::engine::queue::suite::search::done;
+
+    /// A library indexed before the index held Gleaner's words (PostgreSQL's parser's tokens,
+    /// `bedload/suspended` whole) is rebuilt when a member opens the queue: its documents are
+    /// found by the words inside their compounds without a reindex by hand.
+    #[test]
+    fn an_index_of_the_parsers_tokens_is_rebuilt_at_open() {
+        let url = fresh_database_url();
+        let store = PgStore::open(&url, "m").expect("open");
+        let id = done(
+            &store,
+            "https://a.example/1",
+            "Transport",
+            "",
+            "bedload/suspended",
+        );
+        drop(store);
+        // As migration 0009 found a row written before it.
+        execute(
+            &url,
+            "UPDATE library SET words_split = false, \
+                 tsv = setweight(to_tsvector('simple', 'bedload/suspended'), 'D')",
+        );
+        let store = PgStore::open(&url, "m").expect("reopen");
+        let found: Vec<i64> = store
+            .search("suspended", 10)
+            .expect("search")
+            .iter()
+            .map(|h| h.job_id)
+            .collect();
+        assert_eq!(found, [id]);
+    }
 }

@@ -13,6 +13,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations-postgres/0005_citation_keys.sql"),
     include_str!("../../../migrations-postgres/0006_document_hashes.sql"),
     include_str!("../../../migrations-postgres/0007_rate_limited_since.sql"),
+    include_str!("../../../migrations-postgres/0008_claims_wait_for_a_host_a_while.sql"),
+    include_str!("../../../migrations-postgres/0009_search_words_as_gleaner_splits_them.sql"),
 ];
 
 /// The lock every migrating member takes (an arbitrary key of Gleaner's own).
@@ -22,6 +24,8 @@ const MIGRATION_LOCK: i64 = 0x0067_6c65_616e_6572;
 /// change nothing).
 pub(super) async fn migrate(client: &mut deadpool_postgres::Object) -> Result<()> {
     let tx = client.transaction().await?;
+    // A member migrating a large library may hold the lock for longer than a step may wait.
+    tx.batch_execute("SET LOCAL lock_timeout = 0").await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
         .await?;
     // Made only when missing: `IF NOT EXISTS` sent the server's notice ("already exists,

@@ -55,6 +55,8 @@ pub(crate) struct Db {
     /// Whether the worker's steps commit without waiting for the server's disk (see
     /// [`STEP_COMMIT_ENV`]).
     fast_steps: bool,
+    /// How long one call (a step, a read) may wait for the server; none while opening.
+    answer_timeout: Option<std::time::Duration>,
 }
 
 /// `GLEANER_PG_SYNCHRONOUS_COMMIT=on` makes the worker's steps wait for the server's disk at
@@ -140,6 +142,8 @@ impl PgStore {
                 tls: tls.connector,
                 check: tls.check,
                 fast_steps: std::env::var(STEP_COMMIT_ENV).map_or(true, |v| v.trim() != "on"),
+                // Bringing a large schema up to date may take longer.
+                answer_timeout: None,
             },
             rt: Some(rt),
             paths: documents::Paths {
@@ -150,23 +154,77 @@ impl PgStore {
         let channel = store.block(|| async {
             let mut client = store.db.client().await?;
             migrations::migrate(&mut client).await?;
-            let row = client.query_one("SELECT current_schema()", &[]).await?;
-            let schema: Option<String> = row.get(0);
-            Ok(format!("gleaner_{}", schema.unwrap_or_default()))
+            // The tables' schema, which the claim function names too (migration 0008).
+            let row = client.query_one("SELECT gleaner_channel()", &[]).await?;
+            Ok(row.get::<_, String>(0))
         })?;
         store.db.channel = channel;
         store.pdf_max = store.block(|| documents::pdf_max(&store.db))?;
+        let split = store.block(|| library::split_words(&store.db))?;
+        if split > 0 {
+            tracing::info!("{split} documents of the search index brought up to date");
+        }
+        store.db.answer_timeout = Some(connect::ANSWER_TIMEOUT);
         Ok(store)
+    }
+
+    /// How long one call may wait for the server ([`connect::ANSWER_TIMEOUT`]): shorter in
+    /// tests.
+    #[doc(hidden)]
+    pub fn set_answer_timeout(&mut self, limit: std::time::Duration) {
+        self.db.answer_timeout = Some(limit);
+    }
+
+    /// As [`PgStore::block`], with no limit on the wait: work whose length grows with the
+    /// library (a reindex).
+    fn block_unlimited<T, F>(&self, make: impl Fn() -> F + Sync) -> Result<T>
+    where
+        T: Send,
+        F: Future<Output = Result<T>> + Send,
+    {
+        self.block_within(None, make)
     }
 
     /// Run a step's future to its end: on the store's runtime, from this thread, or from a
     /// thread of its own when this one is inside a runtime already (the window's commands). A
-    /// transaction PostgreSQL broke off to end a deadlock is tried again.
+    /// transaction PostgreSQL broke off to end a deadlock is tried again. A server that does
+    /// not answer within the answer timeout is an error (the worker pauses, saying so).
     fn block<T, F>(&self, make: impl Fn() -> F + Sync) -> Result<T>
     where
         T: Send,
         F: Future<Output = Result<T>> + Send,
     {
+        self.block_within(self.db.answer_timeout, make)
+    }
+
+    fn block_within<T, F>(
+        &self,
+        limit: Option<std::time::Duration>,
+        make: impl Fn() -> F + Sync,
+    ) -> Result<T>
+    where
+        T: Send,
+        F: Future<Output = Result<T>> + Send,
+    {
+        let make = || async {
+            let Some(limit) = limit else {
+                return make().await;
+            };
+            match tokio::time::timeout(limit, make()).await {
+                Ok(out) => out,
+                Err(_) => {
+                    // The connection the call was on may be mid-transaction or mid-message:
+                    // none that is idle now is used again.
+                    self.db.pool.retain(|_, _| false);
+                    Err(QueueError::Connect(format!(
+                        "the PostgreSQL server at {} did not answer for {} s; check that it \
+                         runs and that this machine can reach it",
+                        self.db.described,
+                        limit.as_secs_f32()
+                    )))
+                }
+            }
+        };
         let Some(rt) = self.rt.as_ref() else {
             return Err(QueueError::Connect(
                 "the database driver has stopped".into(),

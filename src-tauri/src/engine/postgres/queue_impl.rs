@@ -13,7 +13,7 @@ use super::{PgStore, library, listen, reads, step};
 use crate::engine::clock::{Millis, Reading};
 use crate::engine::policy::{HostIntervals, Policy};
 use crate::engine::queue::{
-    ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, Hit,
+    ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, Held, Hit,
     HostCount, HostState, Indexed, Job, JobFilter, LibraryQuery, Liveness, NewJob, OfflineState,
     Queue, QueueError, Reindexed, Result, Settled, SharedDocument, SharedEntry, StallState, Stats,
     Step, Subscription, Success, rfc3339,
@@ -127,18 +127,18 @@ impl Queue for PgStore {
         Ok(failed.into_iter().map(|f| self.local_failed(f)).collect())
     }
 
-    fn refresh(&self, owner: &str, lease_until: Millis) -> Result<u64> {
-        self.block(|| step::refresh(&self.db, owner, lease_until))
+    fn refresh(&self, owner: &str, held: &[i64], lease_until: Millis) -> Result<u64> {
+        self.block(|| step::refresh(&self.db, owner, held, lease_until))
     }
 
     fn put_back(
         &self,
         owner: &str,
-        only: Option<&[i64]>,
+        which: Held<'_>,
         reason: &str,
         now: Millis,
     ) -> Result<Vec<i64>> {
-        self.block(|| step::put_back(&self.db, owner, only, reason, now))
+        self.block(|| step::put_back(&self.db, owner, which, reason, now))
     }
 
     fn next_wakeup(&self, now: Millis, intervals: &HostIntervals) -> Result<Option<Millis>> {
@@ -247,7 +247,7 @@ impl Queue for PgStore {
     }
 
     fn clear_index(&self) -> Result<()> {
-        self.block(|| library::clear_index(&self.db))
+        self.block_unlimited(|| library::clear_index(&self.db))
     }
 
     fn reindex(&self, documents: &[(i64, String, Indexed)]) -> Result<Reindexed> {
@@ -261,7 +261,7 @@ impl Queue for PgStore {
                 (*id, self.paths.relative(path), doc)
             })
             .collect();
-        self.block(|| library::reindex(&self.db, &documents))
+        self.block_unlimited(|| library::reindex(&self.db, &documents))
     }
 
     fn shared_listing(&self, after: i64, limit: u32) -> Result<Vec<SharedEntry>> {
@@ -327,6 +327,16 @@ impl Queue for PgStore {
 
     fn set_setting(&self, key: &str, value: &str) -> Result<()> {
         self.block(|| hosts::set_setting(&self.db, key, value))
+    }
+
+    fn member_setting(&self, key: &str) -> Result<Option<String>> {
+        self.block(|| async {
+            hosts::member_setting(&self.db.client().await?, &self.db.member, key).await
+        })
+    }
+
+    fn set_member_setting(&self, key: &str, value: &str) -> Result<()> {
+        self.block(|| hosts::set_member_setting(&self.db, key, Some(value)))
     }
 
     fn load_policy(&self) -> Result<Policy> {

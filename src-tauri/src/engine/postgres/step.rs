@@ -11,7 +11,7 @@ use super::{Db, transaction};
 use crate::engine::clock::{Clock, Millis};
 use crate::engine::policy::{Failure, FailureKind, Policy};
 use crate::engine::queue::{
-    ClaimRequest, Claimed, Failed, Finish, Job, Liveness, Result, Settled, Stage,
+    ClaimRequest, Claimed, Failed, Finish, Held, Job, Liveness, Result, Settled, Stage,
 };
 
 fn done_or_discarded(held: bool) -> Settled {
@@ -169,11 +169,13 @@ pub(super) async fn step(
 /// them on the connection), then the claim, which must count the slots the outcomes freed,
 /// with `COMMIT` behind it. A claim that fails turns that `COMMIT` into a rollback.
 ///
-/// When every outcome is a success, the claim goes out with them, in one round trip: a
-/// success frees its slot in its first statement, which the claim follows on the connection,
-/// and `COMMIT` follows once the outcomes' later statements are sent. A failure may pause its
-/// host, which the claim must see, so a step with one keeps the two round trips, as does a
-/// success on a throttled host (its row's write would wait behind the claim's lock on it).
+/// When every outcome is a success with nothing to upload, the claim goes out with them, in
+/// one round trip: a success frees its slot in its first statement, which the claim follows
+/// on the connection. A failure may pause its host, which the claim must see, so a step with
+/// one keeps the two round trips, as does a success on a throttled host (its row's write would
+/// wait behind the claim's lock on it), and one that sends a document or its text: the claim
+/// locks host rows until `COMMIT`, and every other member's claim would wait while they went
+/// up a slow uplink.
 async fn step_on(
     db: &Db,
     c: &deadpool_postgres::Object,
@@ -209,9 +211,9 @@ async fn step_on(
         }
     };
     // A throttled host's success writes its row, which the claim may have locked meanwhile.
-    let successes = finished
-        .iter()
-        .all(|(claimed, finish)| matches!(finish, Finish::Success(_)) && !claimed.throttled);
+    let successes = finished.iter().all(|(claimed, finish)| {
+        matches!(finish, Finish::Success(s) if s.index.is_none()) && !claimed.throttled
+    }) && stored.iter().all(Option::is_none);
     if successes && args.is_some() {
         // Prepared before anything is sent, so that each statement goes out when its future is
         // first polled, in the order above: a statement still to be prepared would go out
@@ -237,12 +239,18 @@ async fn step_on(
     Ok((settled, claimed))
 }
 
-pub(super) async fn refresh(db: &Db, owner: &str, lease_until: Millis) -> Result<u64> {
+pub(super) async fn refresh(
+    db: &Db,
+    owner: &str,
+    held: &[i64],
+    lease_until: Millis,
+) -> Result<u64> {
     let client = db.client().await?;
     client
         .exec(
-            "UPDATE jobs SET lease_until = $2 WHERE status = 'running' AND lease_owner = $1",
-            &[&owner, &lease_until],
+            "UPDATE jobs SET lease_until = $2 \
+             WHERE id = ANY($3) AND status = 'running' AND lease_owner = $1",
+            &[&owner, &lease_until, &held],
         )
         .await
 }
@@ -288,12 +296,7 @@ pub(super) async fn recover(
     now: Millis,
 ) -> Result<Vec<Failed>> {
     transaction!(db, |tx| {
-        tx.exec(
-            "UPDATE batches SET open = false WHERE open AND NOT EXISTS (SELECT 1 FROM jobs \
-                 WHERE jobs.batch_id = batches.id AND jobs.status IN ('pending', 'running'))",
-            &[],
-        )
-        .await?;
+        close_finished_batches(&tx).await?;
         let mut out = Vec::new();
         for (r, expired) in gone {
             let still = tx
@@ -339,6 +342,33 @@ pub(super) async fn recover(
     })
 }
 
+/// Take finished batches out of the rotation. Locked first, then checked again in a statement
+/// of its own: an intake or a retry that is adding a job to a batch holds the batch's row
+/// until it commits, and only a new statement sees that job. One statement checked with what
+/// it saw before the wait, and closed a batch with a pending job, which no claim then looked
+/// at (`run --until-idle` never ended).
+async fn close_finished_batches(tx: &impl Conn) -> Result<()> {
+    const FINISHED: &str = "NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.batch_id = batches.id \
+         AND jobs.status IN ('pending', 'running'))";
+    let ids: Vec<i64> = tx
+        .query_rows(
+            &format!("SELECT id FROM batches WHERE open AND {FINISHED} ORDER BY id FOR UPDATE"),
+            &[],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if !ids.is_empty() {
+        tx.exec(
+            &format!("UPDATE batches SET open = false WHERE id = ANY($1) AND {FINISHED}"),
+            &[&ids],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
 /// Whether recovery takes a running job back: its owner is gone, or cannot be judged here and
 /// its lease has expired. The second value: the lease had expired.
 pub(super) fn judge(r: &Running, now: Millis, liveness: &dyn Fn(&str) -> Liveness) -> Option<bool> {
@@ -354,7 +384,7 @@ pub(super) fn judge(r: &Running, now: Millis, liveness: &dyn Fn(&str) -> Livenes
 pub(super) async fn put_back(
     db: &Db,
     owner: &str,
-    only: Option<&[i64]>,
+    which: Held<'_>,
     reason: &str,
     now: Millis,
 ) -> Result<Vec<i64>> {
@@ -370,7 +400,7 @@ pub(super) async fn put_back(
         let mut out = Vec::new();
         for r in &rows {
             let job_id: i64 = r.get(0);
-            if only.is_some_and(|ids| !ids.contains(&job_id)) {
+            if !which.wants(job_id) {
                 continue;
             }
             let url: String = r.get(1);
@@ -473,5 +503,142 @@ mod tests {
             .expect("the second job's turn");
         assert!(next >= 4_000 + 300, "next start at {next}");
         assert!(next <= 4_000 + 60_000, "next start at {next}");
+    }
+
+    /// Another member's transaction that stalls holding a host's row (a slow uplink, a laptop
+    /// suspended mid-step) holds a claim up for the lock timeout at most: the claim passes the
+    /// host by and takes what else is due, where it waited for as long as the row was held.
+    #[test]
+    fn a_claim_passes_a_host_whose_row_another_member_holds_too_long() {
+        let url = format!("{}%20-c%20lock_timeout%3D300", fresh_database_url());
+        let store = PgStore::open(&url, "m").expect("open");
+        let jobs = [job("http://arxiv.example/1"), job("http://other.example/1")];
+        store.enqueue(None, &jobs, 5, 0).expect("enqueue");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        // Held for the whole test: never committed.
+        let _stalled = rt.block_on(async {
+            let (client, connection) = url
+                .parse::<tokio_postgres::Config>()
+                .expect("address")
+                .connect(tokio_postgres::NoTls)
+                .await
+                .expect("another member");
+            tokio::spawn(connection);
+            client
+                .batch_execute("BEGIN; SELECT 1 FROM hosts WHERE host = 'arxiv.example' FOR UPDATE")
+                .await
+                .expect("the other member's lock");
+            client
+        });
+        let intervals = HostIntervals::default();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let request = ClaimRequest {
+                    owner: "w",
+                    lease: Duration::from_secs(60),
+                    per_host: 4,
+                    intervals: &intervals,
+                    max: 10,
+                    clock: None,
+                };
+                let _ = tx.send(
+                    store
+                        .step(&mut Vec::new(), &Policy::default(), 1_000, Some(&request))
+                        .map(|s| s.claimed),
+                );
+            });
+            let claimed = rx.recv_timeout(Duration::from_secs(10));
+            // Let a claim still waiting go before the scope joins it.
+            rt.block_on(_stalled.batch_execute("ROLLBACK"))
+                .expect("release");
+            let claimed = claimed
+                .expect("the claim waited for the other member's row")
+                .expect("step");
+            let hosts: Vec<&str> = claimed.iter().map(|c| c.host.as_str()).collect();
+            assert_eq!(hosts, ["other.example"]);
+        });
+    }
+
+    /// A recovery closing finished batches while a retry (or an intake) is putting a job back
+    /// in one: the batch stays open. Recovery's one statement waited for the batch's row, then
+    /// judged it by the jobs it saw before the wait, and closed it with a pending job.
+    #[test]
+    fn a_batch_getting_a_job_back_is_not_closed_by_a_recovery() {
+        let url = fresh_database_url();
+        let store = PgStore::open(&url, "m").expect("open");
+        let (batch, _) = store
+            .enqueue_batch("papers", "test", &[job("http://a.example/1")], 5, 0)
+            .expect("intake");
+        let batch = batch.expect("a batch");
+        store
+            .enqueue(None, &[job("http://b.example/2")], 5, 0)
+            .expect("enqueue");
+        // The first job finishes; the second is held by a member that is gone.
+        crate::engine::postgres::testing::execute(
+            &url,
+            "UPDATE jobs SET status = 'done' WHERE url = 'http://a.example/1'",
+        );
+        let intervals = HostIntervals::default();
+        let gone = store
+            .step(
+                &mut Vec::new(),
+                &Policy::default(),
+                0,
+                Some(&ClaimRequest {
+                    owner: "w@elsewhere",
+                    lease: Duration::from_secs(1),
+                    per_host: 4,
+                    intervals: &intervals,
+                    max: 1,
+                    clock: None,
+                }),
+            )
+            .expect("claim")
+            .claimed;
+        assert_eq!(gone.len(), 1);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        // A retry of the first job, as the store makes it: the job pending, the batch's row
+        // written, not yet committed.
+        let retrying = rt.block_on(async {
+            let (client, connection) = url
+                .parse::<tokio_postgres::Config>()
+                .expect("address")
+                .connect(tokio_postgres::NoTls)
+                .await
+                .expect("another member");
+            tokio::spawn(connection);
+            client
+                .batch_execute(&format!(
+                    "BEGIN; UPDATE jobs SET status = 'pending' WHERE url = 'http://a.example/1'; \
+                     UPDATE batches SET open = true WHERE id = {batch}"
+                ))
+                .await
+                .expect("the retry");
+            client
+        });
+        std::thread::scope(|scope| {
+            let recovering = scope.spawn(|| {
+                store.recover(&Policy::default(), 60_000, &|_| {
+                    crate::engine::queue::Liveness::Unknown
+                })
+            });
+            std::thread::sleep(Duration::from_millis(500));
+            rt.block_on(retrying.batch_execute("COMMIT"))
+                .expect("commit the retry");
+            let recovered = recovering.join().expect("thread").expect("recover");
+            assert_eq!(recovered.len(), 1);
+        });
+        let open: bool = rt
+            .block_on(retrying.query_one("SELECT open FROM batches WHERE id = $1", &[&batch]))
+            .expect("the batch")
+            .get(0);
+        assert!(open, "the batch was closed with a pending job");
     }
 }

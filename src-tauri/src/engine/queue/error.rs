@@ -100,6 +100,8 @@ impl QueueError {
         use tokio_postgres::error::SqlState;
         matches!(self, QueueError::Postgres(e)
             if e.code() == Some(&SqlState::T_R_DEADLOCK_DETECTED)
-                || e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE))
+                || e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE)
+                // Another member held a row past `lock_timeout` (postgres/connect.rs).
+                || e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE))
     }
 }

@@ -26,7 +26,7 @@ mod types;
 
 pub use error::{QueueError, Result};
 pub use types::{
-    ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, Hit,
+    ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, Held, Hit,
     HostCount, HostState, Indexed, Job, JobFilter, LibraryQuery, Liveness, NewJob, Next,
     OfflineState, PausedHost, Reference, Reindexed, Settled, SharedDocument, SharedEntry, Stage,
     StallKind, StallState, Stats, Status, Step, Success, claim_now, host_to_pause, rfc3339,
@@ -149,19 +149,15 @@ pub trait Queue: Send + Sync + std::fmt::Debug {
         liveness: &dyn Fn(&str) -> Liveness,
     ) -> Result<Vec<Failed>>;
 
-    /// The heartbeat: extend the leases of `owner`'s running jobs to `lease_until`; how many
-    /// it holds. A live worker's jobs are then never taken on another machine.
-    fn refresh(&self, owner: &str, lease_until: Millis) -> Result<u64>;
+    /// The heartbeat: extend the leases of those of `held` that are `owner`'s running jobs to
+    /// `lease_until`; how many it holds. A live worker's jobs are then never taken on another
+    /// machine, and a job whose claim the worker never heard of (a lost reply) is not kept.
+    fn refresh(&self, owner: &str, held: &[i64], lease_until: Millis) -> Result<u64>;
 
-    /// Put `owner`'s running jobs (or only those in `only`) back to pending with their budget
+    /// Put `owner`'s running jobs (those `which` names) back to pending with their budget
     /// untouched, recording `reason` in their history; their ids.
-    fn put_back(
-        &self,
-        owner: &str,
-        only: Option<&[i64]>,
-        reason: &str,
-        now: Millis,
-    ) -> Result<Vec<i64>>;
+    fn put_back(&self, owner: &str, which: Held<'_>, reason: &str, now: Millis)
+    -> Result<Vec<i64>>;
 
     /// When the next job could become eligible: the earliest future due time or end of a
     /// host's pause.
@@ -302,6 +298,15 @@ pub trait Queue: Send + Sync + std::fmt::Debug {
     /// A free-form setting (JSON text), or `None` when never set.
     fn setting(&self, key: &str) -> Result<Option<String>>;
     fn set_setting(&self, key: &str, value: &str) -> Result<()>;
+    /// A setting of this member's alone (on a shared queue, where [`Queue::setting`] is the
+    /// lab's): one machine's choice that must not change the others'. The queue's own
+    /// setting where no other machine shares it.
+    fn member_setting(&self, key: &str) -> Result<Option<String>> {
+        self.setting(key)
+    }
+    fn set_member_setting(&self, key: &str, value: &str) -> Result<()> {
+        self.set_setting(key, value)
+    }
     /// The stored policy, or the defaults.
     fn load_policy(&self) -> Result<Policy>;
     fn save_policy(&self, policy: &Policy) -> Result<()>;

@@ -246,6 +246,26 @@ pub enum Liveness {
     Unknown,
 }
 
+/// Which of a worker's running jobs [`Queue::put_back`] puts back.
+#[derive(Debug, Clone, Copy)]
+pub enum Held<'a> {
+    All,
+    Only(&'a [i64]),
+    /// All but these: after a step whose reply was lost, the claims it may have committed
+    /// are the running jobs the worker does not know it holds.
+    AllBut(&'a [i64]),
+}
+
+impl Held<'_> {
+    pub fn wants(&self, id: i64) -> bool {
+        match self {
+            Held::All => true,
+            Held::Only(ids) => ids.contains(&id),
+            Held::AllBut(ids) => !ids.contains(&id),
+        }
+    }
+}
+
 /// What a worker asks [`Queue::step`] to claim.
 #[derive(Clone)]
 pub struct ClaimRequest<'a> {

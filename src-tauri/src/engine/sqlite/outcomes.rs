@@ -487,17 +487,19 @@ impl Store {
         Ok(Step { settled, claimed })
     }
 
-    /// Extend the leases of `owner`'s running jobs to `lease_until` (the heartbeat); how many
-    /// jobs it holds.
-    pub fn refresh(&self, owner: &str, lease_until: Millis) -> Result<u64> {
+    /// Extend the leases of those of `held` that are `owner`'s running jobs to `lease_until`
+    /// (the heartbeat); how many jobs it holds.
+    pub fn refresh(&self, owner: &str, held: &[i64], lease_until: Millis) -> Result<u64> {
         self.write(|tx| {
-            let n = tx
-                .prepare_cached(
-                    "UPDATE jobs INDEXED BY jobs_running_host SET lease_until = ?2 \
-                     WHERE status = 'running' AND lease_owner = ?1",
-                )?
-                .execute(params![owner, lease_until])?;
-            Ok(n as u64)
+            let mut stmt = tx.prepare_cached(
+                "UPDATE jobs SET lease_until = ?3 \
+                 WHERE id = ?2 AND status = 'running' AND lease_owner = ?1",
+            )?;
+            let mut n = 0;
+            for id in held {
+                n += stmt.execute(params![owner, id, lease_until])? as u64;
+            }
+            Ok(n)
         })
     }
 

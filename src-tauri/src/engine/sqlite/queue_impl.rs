@@ -10,7 +10,7 @@ use super::Store;
 use crate::engine::clock::{Millis, Reading};
 use crate::engine::policy::{HostIntervals, Policy};
 use crate::engine::queue::{
-    ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, Hit,
+    ActionResult, Attempt, BatchInfo, ClaimRequest, Claimed, Enqueued, Failed, Finish, Held, Hit,
     HostCount, HostState, Indexed, Job, JobFilter, LibraryQuery, Liveness, NewJob, OfflineState,
     Queue, Reindexed, Result, StallState, Stats, Step, Subscription,
 };
@@ -72,18 +72,18 @@ impl Queue for Store {
         Store::recover(self, policy, now, liveness)
     }
 
-    fn refresh(&self, owner: &str, lease_until: Millis) -> Result<u64> {
-        Store::refresh(self, owner, lease_until)
+    fn refresh(&self, owner: &str, held: &[i64], lease_until: Millis) -> Result<u64> {
+        Store::refresh(self, owner, held, lease_until)
     }
 
     fn put_back(
         &self,
         owner: &str,
-        only: Option<&[i64]>,
+        which: Held<'_>,
         reason: &str,
         now: Millis,
     ) -> Result<Vec<i64>> {
-        Store::put_back(self, owner, only, reason, now)
+        Store::put_back(self, owner, which, reason, now)
     }
 
     fn next_wakeup(&self, now: Millis, intervals: &HostIntervals) -> Result<Option<Millis>> {

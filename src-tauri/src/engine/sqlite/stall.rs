@@ -58,13 +58,13 @@ impl Store {
         stalled_in(&conn)
     }
 
-    /// Put back the jobs `owner` holds (all of them, or those of `only`), as
+    /// Put back the jobs `owner` holds (those `which` names), as
     /// [`Finish::Local`](crate::engine::queue::Finish::Local) does: pending again, budget untouched. For a
     /// worker that stalls or stops while stalled.
     pub fn put_back(
         &self,
         owner: &str,
-        only: Option<&[i64]>,
+        which: crate::engine::queue::Held<'_>,
         reason: &str,
         now: Millis,
     ) -> Result<Vec<i64>> {
@@ -96,8 +96,7 @@ impl Store {
                 .collect::<rusqlite::Result<_>>()?;
             let failure = Failure::new(FailureKind::Local, reason);
             let mut out = Vec::with_capacity(held.len());
-            let wanted = |id: i64| only.is_none_or(|ids| ids.contains(&id));
-            for claimed in held.iter().filter(|c| wanted(c.job_id)) {
+            for claimed in held.iter().filter(|c| which.wants(c.job_id)) {
                 if put_back_in(tx, claimed, &failure, now, PutBack::Local)?.is_some() {
                     out.push(claimed.job_id);
                 }

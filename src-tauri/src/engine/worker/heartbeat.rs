@@ -50,7 +50,8 @@ impl Worker {
                     me.owner.clone(),
                     me.clock.now_ms() + SHARED_LEASE.as_millis() as Millis,
                 );
-                match me.db(move |s| s.refresh(&owner, until)).await {
+                let held = me.held.lock().map(|h| h.clone()).unwrap_or_default();
+                match me.db(move |s| s.refresh(&owner, &held, until)).await {
                     Ok(held) => tracing::trace!(held, "leases renewed"),
                     // The loop's own steps find the database gone and stall; the next beat
                     // tries again.

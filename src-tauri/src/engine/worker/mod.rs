@@ -18,8 +18,8 @@ use super::fetch::{Answer, Fetched, Fetcher, Limits};
 use super::library::{Library, LibraryError, Provenance, SaveOptions, Saved};
 use super::policy::{self, Decision, Failure, FailureKind, Policy};
 use super::queue::{
-    ClaimRequest, Claimed, Failed, Finish, Next, Queue, QueueError, Settled, Stage, StallState,
-    Status, Subscription, Success,
+    ClaimRequest, Claimed, Failed, Finish, Held, Next, Queue, QueueError, Settled, Stage,
+    StallState, Status, Subscription, Success,
 };
 
 mod heartbeat;
@@ -96,6 +96,9 @@ pub struct Worker {
     /// The database file this worker opened (device and inode), to notice it removed or
     /// replaced under it: the open connection would go on writing a file no one can see.
     database_identity: Option<(u64, u64)>,
+    /// The jobs the loop holds (fetching, or fetched and not yet recorded): the heartbeat
+    /// renews these leases alone.
+    held: Mutex<Vec<i64>>,
     /// When it was last compared with the file at the path (boot clock).
     database_checked_at: std::sync::atomic::AtomicI64,
     /// When the last stall cleared (boot clock), the probes it had taken, when it began, and
@@ -149,6 +152,7 @@ impl Worker {
             health: watch::channel(None).0,
             clock_offset: Mutex::new(None),
             last_stall: Mutex::new(None),
+            held: Mutex::new(Vec::new()),
         }))
     }
 
@@ -259,6 +263,7 @@ impl Worker {
             if *shutdown.borrow() {
                 break;
             }
+            self.note_held(&run);
             if self.stalled().is_some() {
                 self.wait_out_stall(mode, &mut run, &mut shutdown).await?;
                 continue;
@@ -294,7 +299,7 @@ impl Worker {
         let (now, owner) = (self.clock.now_ms(), self.owner.clone());
         let reason = "Gleaner stopped while this was being fetched".to_string();
         match self
-            .db(move |s| s.put_back(&owner, None, &reason, now))
+            .db(move |s| s.put_back(&owner, Held::All, &reason, now))
             .await
         {
             Ok(ids) if !ids.is_empty() => tracing::info!(
@@ -360,6 +365,9 @@ impl Worker {
         if let Some(at) = probe_at {
             free = usize::from(run.inflight.is_empty() && now >= at);
         }
+        if run.claims_unsure {
+            self.put_back_unknown_claims(run).await?;
+        }
         let mut claimed_none = false;
         if free > 0 || run.has_finished() {
             let claimed = self.step(run, &policy, free, now).await?;
@@ -373,7 +381,7 @@ impl Worker {
                 let (owner, now) = (self.owner.clone(), self.clock.now_ms());
                 let reason = stall.reason.clone();
                 if let Err(e) = self
-                    .db(move |s| s.put_back(&owner, Some(&ids), &reason, now))
+                    .db(move |s| s.put_back(&owner, Held::Only(&ids), &reason, now))
                     .await
                 {
                     // The same full disk may refuse this too: the stall's own steps record
@@ -397,11 +405,19 @@ impl Worker {
                     .spawn(async move { me.process(c, policy).await });
                 run.tasks.insert(task.id(), job);
             }
+            self.note_held(run);
+        }
+        // On a shared queue a killed member's jobs are looked for every beat, even while this
+        // member's slots are all busy: other members may be busy too, and none would look.
+        let shared = self.store.shared();
+        let recovery_due = shared && run.next_recovery.is_none_or(|at| now >= at);
+        if claimed_none || recovery_due {
+            run.summary.recovered += self.recover().await? as u64;
+            run.next_recovery = Some(now + HEARTBEAT_EVERY.as_millis() as Millis);
         }
         let mut fallback = IDLE_FALLBACK;
         let mut deadline = None;
         if claimed_none {
-            run.summary.recovered += self.recover().await? as u64;
             // From the claim's own "now": a job that fell due after it was neither claimed nor
             // a future wake-up, and waited out the idle fallback.
             let intervals = crate::engine::policy::as_claimed(&policy.host_intervals);
@@ -430,6 +446,13 @@ impl Worker {
                 None => std::future::pending().await,
             }
         };
+        let (clock, from, next_recovery) = (self.clock.clone(), reading.clone(), run.next_recovery);
+        let recovery = async move {
+            match next_recovery {
+                Some(at) => clock.sleep_until_from(&from, at).await,
+                None => std::future::pending().await,
+            }
+        };
         let clock = self.clock.clone();
         let probe = async move {
             match probe_at {
@@ -448,6 +471,7 @@ impl Worker {
             _ = self.wake.notified() => {}
             _ = sleep, if claimed_none => {}
             _ = probe, if probe_at.is_some() && free == 0 => {}
+            _ = recovery, if shared => {}
             _ = tokio::time::sleep(fallback), if claimed_none => {}
             _ = shutdown.changed() => {}
         }
@@ -496,6 +520,11 @@ impl Worker {
         })
         .await?;
         run.observed = finished;
+        if step.is_err() && free > 0 {
+            // Its claims may have committed, the reply lost: the next turn puts back what this
+            // worker does not know it holds.
+            run.claims_unsure = true;
+        }
         let step = step?;
         for (claimed, finish, settled) in &step.settled {
             run.summary.count(self.report(claimed, finish, settled));
@@ -716,6 +745,33 @@ impl Worker {
                 Outcome::Discarded
             }
         }
+    }
+
+    /// Remember the jobs `run` holds, for the heartbeat.
+    fn note_held(&self, run: &Run) {
+        if let Ok(mut held) = self.held.lock() {
+            *held = run.held_ids();
+        }
+    }
+
+    /// After a step that failed while claiming: its claims may have committed with the reply
+    /// lost, and would stay running under this worker, renewed by nobody and never recovered
+    /// (this worker is alive). They go back with no retry spent.
+    async fn put_back_unknown_claims(&self, run: &mut Run) -> Result<(), WorkerError> {
+        let (owner, now, held) = (self.owner.clone(), self.clock.now_ms(), run.held_ids());
+        let reason = "the database's answer to the claim was lost".to_string();
+        let ids = self
+            .db(move |s| s.put_back(&owner, Held::AllBut(&held), &reason, now))
+            .await?;
+        if !ids.is_empty() {
+            tracing::info!(
+                "{} job{} claimed in a step whose answer was lost handed back to the queue",
+                ids.len(),
+                if ids.len() == 1 { "" } else { "s" }
+            );
+        }
+        run.claims_unsure = false;
+        Ok(())
     }
 
     async fn recover(&self) -> Result<usize, WorkerError> {

@@ -27,6 +27,10 @@ pub(super) struct Run {
     pub(super) started: bool,
     /// An until-idle run waiting on work paused by hand has said so.
     pub(super) told_paused: bool,
+    /// A step that claimed failed: claims it may have committed are put back next turn.
+    pub(super) claims_unsure: bool,
+    /// When a shared queue is next looked at for a gone member's jobs (wall clock).
+    pub(super) next_recovery: Option<Millis>,
 }
 
 pub(super) enum Flow {
@@ -35,6 +39,20 @@ pub(super) enum Flow {
 }
 
 impl Run {
+    /// The jobs this run holds: fetching, or fetched and not yet recorded.
+    pub(super) fn held_ids(&self) -> Vec<i64> {
+        self.tasks
+            .values()
+            .map(|c| c.job_id)
+            .chain(
+                self.ready
+                    .iter()
+                    .chain(&self.observed)
+                    .map(|(c, _)| c.job_id),
+            )
+            .collect()
+    }
+
     /// Outcomes wait to be committed.
     pub(super) fn has_finished(&self) -> bool {
         !self.ready.is_empty() || !self.observed.is_empty()

@@ -172,7 +172,10 @@ impl Worker {
         let mut wait = Duration::from_secs(1);
         loop {
             let (owner, now, why) = (self.owner.clone(), self.clock.now_ms(), reason.to_string());
-            let error = match self.db(move |s| s.put_back(&owner, None, &why, now)).await {
+            let error = match self
+                .db(move |s| s.put_back(&owner, crate::engine::queue::Held::All, &why, now))
+                .await
+            {
                 Ok(_) => return None,
                 Err(e) => e.to_string(),
             };

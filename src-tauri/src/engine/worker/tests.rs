@@ -399,3 +399,51 @@ async fn a_starting_worker_keeps_a_live_workers_offline_finding() {
         .expect("run");
     assert!(store.offline().expect("offline").is_none(), "cleared");
 }
+
+/// A step that claimed and failed may have committed, its reply lost: the jobs it claimed
+/// would stay running under this worker (alive, so never recovered, and on PostgreSQL renewed
+/// by its heartbeat) until it stopped. The next turn puts them back, with no retry spent.
+#[tokio::test]
+async fn claims_whose_answer_was_lost_are_put_back_on_the_next_turn() {
+    let dir = tempfile::tempdir().expect("dir");
+    let w = worker(dir.path());
+    let now = w.clock.now_ms();
+    let job = crate::engine::sqlite::testing::job("http://a.example/1");
+    w.store.enqueue(None, &[job], 5, now).expect("enqueue");
+    let intervals = crate::engine::policy::HostIntervals::default();
+    // The step that claimed it, as committed by the database; the worker heard an error.
+    let lost = w
+        .store
+        .step(
+            &mut Vec::new(),
+            &Policy::default(),
+            now,
+            Some(&ClaimRequest {
+                owner: w.owner(),
+                lease: Duration::from_secs(60),
+                per_host: 4,
+                intervals: &intervals,
+                max: 1,
+                clock: None,
+            }),
+        )
+        .expect("claim")
+        .claimed;
+    assert_eq!(lost.len(), 1);
+    let id = lost[0].job_id;
+    // Nothing is claimed again in the turn: the host is paused.
+    w.store.pause_host("a.example", now).expect("pause");
+    let mut run = Run {
+        started: true,
+        claims_unsure: true,
+        ..Run::default()
+    };
+    let (_stop, mut stop_rx) = watch::channel(false);
+    w.wake();
+    w.turn(RunMode::Forever, &mut run, &mut stop_rx)
+        .await
+        .expect("turn");
+    let j = w.store.job(id).expect("job").expect("row");
+    assert_eq!((j.status, j.retries_used), (Status::Pending, 0));
+    assert!(!run.claims_unsure);
+}

@@ -9,8 +9,9 @@ use std::time::Duration;
 use crate::engine::clock::Millis;
 use crate::engine::policy::{Decision, Failure, FailureKind, HostIntervals, NO_INTERVALS, Policy};
 use crate::engine::queue::{
-    ActionResult, ClaimRequest, Claimed, Enqueued, Finish, Hit, Indexed, LibraryQuery, Liveness,
-    NewJob, Next, Queue, Reference, Settled, Stage, StallKind, StallState, Status, Success,
+    ActionResult, ClaimRequest, Claimed, Enqueued, Finish, Held, Hit, Indexed, LibraryQuery,
+    Liveness, NewJob, Next, Queue, Reference, Settled, Stage, StallKind, StallState, Status,
+    Success,
 };
 use crate::engine::sqlite::RECOVERY_STREAK;
 use crate::engine::sqlite::testing::job;
@@ -560,8 +561,9 @@ super::on_every_backend! {
         let lease = Duration::from_secs(60);
         let beating = s.claim("beating", 0, lease, 2).expect("claim").expect("1");
         let silent = s.claim("silent", 0, lease, 2).expect("claim").expect("2");
-        assert_eq!(s.refresh("beating", 600_000).expect("refresh"), 1);
-        assert_eq!(s.refresh("nobody", 600_000).expect("refresh"), 0);
+        let ids = [beating.job_id, silent.job_id];
+        assert_eq!(s.refresh("beating", &ids, 600_000).expect("refresh"), 1);
+        assert_eq!(s.refresh("nobody", &ids, 600_000).expect("refresh"), 0);
         let unknown = |_: &str| Liveness::Unknown;
         let recovered = s
             .recover(&Policy::default(), 120_000, &unknown)
@@ -576,6 +578,41 @@ super::on_every_backend! {
             .expect("recover");
         assert_eq!(later.len(), 1);
         assert_eq!(later[0].job.id, beating.job_id);
+    }
+
+    /// A step whose reply was lost may have claimed jobs its worker never heard of: the
+    /// heartbeat renews only the jobs the worker holds, and those others go back, with no retry
+    /// spent, while the ones it holds stay running.
+    fn only_the_jobs_a_worker_holds_are_renewed_and_the_others_put_back(s) {
+        s.enqueue(
+            None,
+            &[job("http://a.example/1"), job("http://b.example/2")],
+            1,
+            0,
+        )
+        .expect("enqueue");
+        let lease = Duration::from_secs(60);
+        let known = s.claim("w", 0, lease, 2).expect("claim").expect("1");
+        let lost = s.claim("w", 0, lease, 2).expect("claim").expect("2");
+        assert_eq!(s.refresh("w", &[known.job_id], 600_000).expect("refresh"), 1);
+        let unknown = |_: &str| Liveness::Unknown;
+        let recovered = s
+            .recover(&Policy::default(), 120_000, &unknown)
+            .expect("recover");
+        let ids: Vec<i64> = recovered.iter().map(|f| f.job.id).collect();
+        assert_eq!(ids, vec![lost.job_id], "the lost claim's lease was not renewed");
+
+        s.enqueue(None, &[job("http://c.example/3")], 1, 0)
+            .expect("enqueue");
+        let third = s.claim("w", 0, lease, 2).expect("claim").expect("3");
+        let back = s
+            .put_back("w", Held::AllBut(&[known.job_id]), "lost", 130_000)
+            .expect("put back");
+        assert_eq!(back, vec![third.job_id]);
+        let j = s.job(third.job_id).expect("job").expect("row");
+        assert_eq!((j.status, j.retries_used), (Status::Pending, 0));
+        let k = s.job(known.job_id).expect("job").expect("row");
+        assert_eq!(k.status, Status::Running);
     }
 
     fn recovery_requeues_orphans_and_counts_the_attempt(s) {

@@ -146,6 +146,17 @@ super::on_every_backend! {
         );
     }
 
+    /// A match far into a long text is shown marked in its snippet (PostgreSQL read the
+    /// first 200,000 characters of each hit for it, and showed the text's start unmarked).
+    fn a_match_far_into_a_long_text_is_marked_in_its_snippet(s) {
+        let body = format!("{}the needle is here. {}", "filler words. ".repeat(15_000), "tail. ".repeat(100));
+        done(s, "https://a.example/1", "Long", "", &body);
+        let hits = s.library(&query("needle")).expect("search");
+        assert_eq!(hits.len(), 1);
+        assert!(hits[0].snippet.contains("**needle**"), "{}", hits[0].snippet);
+        assert!(hits[0].snippet.len() < 1_000, "{}", hits[0].snippet.len());
+    }
+
     fn accents_fold_in_the_text_and_in_the_query(s) {
         let id = done(
             s,
@@ -240,6 +251,40 @@ super::on_every_backend! {
         assert_eq!(sorted("comput* -sens*"), [computing]);
         assert!(sorted("-quantum").is_empty(), "exclusions alone find nothing");
         let _ = diamond;
+    }
+
+    /// The words inside compounds are found on both backends. PostgreSQL's parser kept
+    /// `bedload/suspended`, `TiO2/SiO2`, `Node.js` and `2.0.1` as one token each and read
+    /// `COVID-19` as `covid` and `-19`, so a search for a word inside one found nothing there,
+    /// where SQLite found it.
+    fn words_inside_compounds_are_found_on_every_backend(s) {
+        let id = done(
+            s,
+            "https://a.example/1",
+            "Bedload/suspended transport",
+            "",
+            "TiO2/SiO2 films, a Node.js server 2.0.1, and COVID-19 cases.",
+        );
+        for q in [
+            "suspended",
+            "bedload",
+            "SiO2",
+            "tio2",
+            "Node.js",
+            "js",
+            "node",
+            "2.0.1",
+            "\"0 1\"",
+            "COVID-19",
+            "covid",
+            "19",
+            "\"covid 19\"",
+            "susp*",
+            "sio*",
+        ] {
+            assert_eq!(ids(&s.search(q, 10).expect(q)), [id], "{q}");
+        }
+        assert!(s.search("\"19 covid\"", 10).expect("order").is_empty());
     }
 
     fn a_new_version_replaces_the_old_in_the_index_and_a_deleted_job_leaves_it(s) {

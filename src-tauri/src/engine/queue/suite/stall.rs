@@ -9,8 +9,9 @@ use std::time::Duration;
 use crate::engine::clock::Millis;
 use crate::engine::policy::{Decision, Failure, FailureKind, HostIntervals, NO_INTERVALS, Policy};
 use crate::engine::queue::{
-    ActionResult, ClaimRequest, Claimed, Enqueued, Finish, Hit, Indexed, LibraryQuery, Liveness,
-    NewJob, Next, Queue, Reference, Settled, Stage, StallKind, StallState, Status, Success,
+    ActionResult, ClaimRequest, Claimed, Enqueued, Finish, Held, Hit, Indexed, LibraryQuery,
+    Liveness, NewJob, Next, Queue, Reference, Settled, Stage, StallKind, StallState, Status,
+    Success,
 };
 use crate::engine::sqlite::testing::job;
 
@@ -75,7 +76,7 @@ super::on_every_backend! {
             .expect("claim")
             .claimed;
         let back = s
-            .put_back("pid-1-me", None, "the disk is full", 5)
+            .put_back("pid-1-me", Held::All, "the disk is full", 5)
             .expect("put back");
         assert_eq!(back, vec![mine[0].job_id]);
         let j = s.job(mine[0].job_id).expect("job").expect("row");
