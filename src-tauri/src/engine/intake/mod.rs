@@ -342,6 +342,17 @@ impl<'a> Intake<'a> {
             return Ok(Vec::new());
         }
         let results = self.enqueue_jobs(&jobs)?;
+        // The key a reference file gives a work queued before without one is the one exported.
+        for (job, result) in jobs.iter().zip(&results) {
+            if let (Enqueued::Duplicate { id, .. }, Some(key)) = (
+                result,
+                job.reference
+                    .as_ref()
+                    .and_then(|r| r.citation_key.as_deref()),
+            ) {
+                crate::engine::tags::adopt_citation_key(self.store, self.library, *id, key)?;
+            }
+        }
         if let Some(library) = self.library {
             for (job, result) in jobs.iter().zip(&results) {
                 let (Enqueued::Duplicate { id, .. }, Some(reference)) = (result, &job.reference)
