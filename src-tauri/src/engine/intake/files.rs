@@ -53,6 +53,13 @@ pub fn kind_of(name: Option<&str>, head: &[u8]) -> FileKind {
     }
 }
 
+/// What pasted text (the window's box, one `gleaner add` argument) holds, told by its start as
+/// a file's is: a BibTeX entry copied from Google Scholar is read as BibTeX, not scanned as
+/// lines of text.
+pub fn pasted_kind(text: &str) -> FileKind {
+    kind_of(None, &text.as_bytes()[..text.len().min(HEAD_BYTES)])
+}
+
 /// Why a file could not be read to its end. What was read before it was handed over.
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {

@@ -404,11 +404,31 @@ impl<'a> Intake<'a> {
     }
 }
 
-/// Scan command-line arguments: each argument must hold at least one address.
+/// An argument that is a reference entry or bookmark export, read as its file would be; what
+/// stops the reading is said of its first line.
+fn read_pasted(arg: &str, out: &mut Vec<Found>) {
+    let read = files::read_file(None, arg.as_bytes(), Vec::new(), |chunk| {
+        out.append(chunk);
+        Ok::<(), std::convert::Infallible>(())
+    });
+    if let Err(files::Stopped::File(e)) = read {
+        out.push(Found::Rejected {
+            input: shown(arg.trim().lines().next().unwrap_or_default()),
+            reason: e.to_string(),
+        });
+    }
+}
+
+/// Scan command-line arguments: each argument must hold at least one address; one that is a
+/// reference entry (BibTeX, RIS, CSL-JSON, MEDLINE) is read as one.
 pub fn scan_args<S: AsRef<str>>(args: &[S]) -> Vec<Found> {
     let mut out = Vec::new();
     for arg in args {
         let arg = arg.as_ref();
+        if files::pasted_kind(arg) != files::FileKind::Text {
+            read_pasted(arg, &mut out);
+            continue;
+        }
         let mut found = scan_text(arg);
         if found.is_empty() {
             out.push(Found::Rejected {

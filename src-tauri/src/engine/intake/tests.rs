@@ -280,6 +280,28 @@ fn every_argument_must_hold_an_address() {
     );
 }
 
+/// `gleaner add "<a BibTeX entry>"` is the entry, with its metadata, as `add --file -` reads
+/// it; it was a link per line that held one.
+#[test]
+fn an_argument_that_is_a_reference_entry_is_read_as_one() {
+    let entry = "@article{k2013,\n  title={T},\n  doi={10.1038/nature12373},\n  \
+                 url={https://www.nature.com/articles/nature12373}\n}\n";
+    let found = scan_args(&["https://ok.example/", entry]);
+    assert_eq!(
+        urls(&found),
+        vec!["https://ok.example/", "doi:10.1038/nature12373"]
+    );
+    let Found::Url { reference, .. } = &found[1] else {
+        panic!("{found:?}")
+    };
+    let key = reference.as_ref().and_then(|r| r.citation_key.as_deref());
+    assert_eq!(key, Some("k2013"));
+    // A damaged entry is one rejection, as in a file.
+    let found = scan_args(&["@article{x,\n title={never closed"]);
+    assert_eq!(rejected(&found).len(), 1, "{found:?}");
+    assert!(urls(&found).is_empty());
+}
+
 /// An argument that is one malformed link is named as typed, not as the part of it that
 /// looked like a link.
 #[test]
