@@ -3,7 +3,7 @@
 
 use std::cell::Cell;
 use std::fmt;
-use std::io::{BufRead, Read};
+use std::io::{BufRead, BufReader, Read};
 use std::rc::Rc;
 
 use serde::Deserialize as _;
@@ -13,6 +13,7 @@ use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::entry::{Entry, Item};
+use super::json_escapes::LoneSurrogates;
 use super::reference_file::{
     arxiv_in_text, is_arxiv_id, is_pmid, issued_from_parts, issued_from_ymd, split_keywords,
     year_in,
@@ -29,6 +30,16 @@ pub enum CslJsonError {
     /// Not JSON, not an array, or JSON that breaks off (the message names line and column).
     #[error("not a CSL-JSON file (an array of items): {0}")]
     Json(serde_json::Error),
+    /// An item that is not valid JSON ends the file there: JSON has no way to skip it.
+    #[error(
+        "item {index} of the CSL-JSON file is damaged ({source}); the {read} item(s) before it \
+         were read, the rest of the file was not"
+    )]
+    Damaged {
+        index: usize,
+        read: usize,
+        source: serde_json::Error,
+    },
     #[error("item {index} of the CSL-JSON file is longer than {} MiB", MAX_ITEM_BYTES / (1024 * 1024))]
     ItemTooLarge { index: usize },
 }
@@ -43,7 +54,7 @@ pub fn read_csl_json<R: BufRead>(
 ) -> Result<(), CslJsonError> {
     let state = Rc::new(State::default());
     let input = Input {
-        inner: reader,
+        inner: BufReader::new(LoneSurrogates::new(reader)),
         started: false,
         pending: Vec::new(),
         state: Rc::clone(&state),
@@ -67,6 +78,11 @@ pub fn read_csl_json<R: BufRead>(
                 Err(CslJsonError::Read(io))
             }
         }
+        Err(e) if state.in_items.get() => Err(CslJsonError::Damaged {
+            index: state.index.get() + 1,
+            read: state.index.get(),
+            source: e,
+        }),
         Err(e) => Err(CslJsonError::Json(e)),
     }
 }
@@ -80,6 +96,8 @@ struct State {
     item_bytes: Cell<usize>,
     /// Items handed over.
     index: Cell<usize>,
+    /// The file's array of items is being read.
+    in_items: Cell<bool>,
 }
 
 #[derive(Debug)]
@@ -154,6 +172,7 @@ impl<'de, F: FnMut(Item)> Visitor<'de> for Items<'_, F> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         self.state.item_bytes.set(0);
+        self.state.in_items.set(true);
         while let Some(value) = seq.next_element::<Value>()? {
             self.state.item_bytes.set(0);
             let index = self.state.index.get() + 1;
@@ -620,6 +639,33 @@ mod tests {
         let (items, result) = read_bytes(b"[{\"id\": \"a\"}] trailing");
         assert_eq!(entries(&items).len(), 1);
         assert!(result.is_err(), "trailing characters");
+    }
+
+    /// `JSON.stringify` writes a lone surrogate as `\ud83d` (an emoji cut in half); serde
+    /// refuses it, which ended the file there and blamed the whole file.
+    #[test]
+    fn a_lone_surrogate_escape_is_read_and_a_damaged_item_is_named() {
+        let (items, result) = read_bytes(
+            br#"[{"id":"a","DOI":"10.1000/a1"},
+{"id":"b","DOI":"10.1000/b1", "title": "cut emoji \ud83d"},
+{"id":"c","DOI":"10.1000/c1", "title": "pair \ud83d\ude00"}]"#,
+        );
+        result.expect("read to the end");
+        let all = entries(&items);
+        assert_eq!(all.len(), 3);
+        assert_eq!(all[1].title.as_deref(), Some("cut emoji \u{fffd}"));
+        assert_eq!(all[2].title.as_deref(), Some("pair \u{1f600}"));
+        let (items, result) = read_bytes(
+            b"[{\"id\": \"a\"}, {\"id\": \"b\"},\n {\"id\": \"c\",, }, {\"id\": \"d\"}]",
+        );
+        assert_eq!(entries(&items).len(), 2);
+        let message = result.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            message.starts_with("item 3 of the CSL-JSON file is damaged (")
+                && message
+                    .ends_with("the 2 item(s) before it were read, the rest of the file was not"),
+            "{message}"
+        );
     }
 
     #[test]

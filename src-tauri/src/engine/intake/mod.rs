@@ -20,6 +20,7 @@ pub mod entries;
 mod entry;
 pub mod files;
 pub mod identifiers;
+mod json_escapes;
 pub mod line_reader;
 pub mod medline;
 pub mod reference_file;
