@@ -64,7 +64,22 @@ pub fn read_csl_json<R: BufRead>(
         on_item: &mut on_item,
         state: &state,
     };
-    let result = de.deserialize_any(visitor).and_then(|()| de.end());
+    let result = de.deserialize_any(visitor).and_then(|()| {
+        if !state.one_object.get() {
+            return de.end();
+        }
+        // More objects after the first, one after another: JSON Lines (Gleaner's own `export
+        // --format jsonl`, a list of `{"url": …}`), each an item. `end` reads only whitespace.
+        while de.end().is_err() {
+            state.in_items.set(true);
+            state.item_bytes.set(0);
+            let value = Value::deserialize(&mut de)?;
+            let index = state.index.get() + 1;
+            state.index.set(index);
+            on_item(item_of(value, index));
+        }
+        Ok(())
+    });
     match result {
         Ok(()) => Ok(()),
         Err(e) if e.is_eof() && !state.content.get() => Ok(()),
@@ -98,6 +113,8 @@ struct State {
     index: Cell<usize>,
     /// The file's array of items is being read.
     in_items: Cell<bool>,
+    /// The file started with one object (an item on its own, or the first of JSON Lines).
+    one_object: Cell<bool>,
 }
 
 #[derive(Debug)]
@@ -164,7 +181,20 @@ impl<'de, F: FnMut(Item)> Visitor<'de> for Items<'_, F> {
 
     /// One item on its own, as citation.js and some DOI resolvers write it.
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
-        let item = Map::deserialize(MapAccessDeserializer::new(map))?;
+        let mut item = Map::deserialize(MapAccessDeserializer::new(map))?;
+        // Zotero's web API answers `{"items": [...]}` (with `format=csl-json`).
+        if let (Some(Value::Array(_)), false) = (item.get("items"), is_item(&item))
+            && let Some(Value::Array(items)) = item.remove("items")
+        {
+            self.state.in_items.set(true);
+            for value in items {
+                let index = self.state.index.get() + 1;
+                self.state.index.set(index);
+                (self.on_item)(item_of(value, index));
+            }
+            return Ok(());
+        }
+        self.state.one_object.set(true);
         self.state.index.set(1);
         (self.on_item)(Item::Entry(entry_of(&item)));
         Ok(())
@@ -199,6 +229,13 @@ fn item_of(value: Value, index: usize) -> Item {
             reason: format!("item {index} is {kind}, not an object"),
         },
     }
+}
+
+/// Whether an object is an item itself, not a wrapper of items.
+fn is_item(object: &Map<String, Value>) -> bool {
+    ["type", "id", "title", "DOI", "URL", "url"]
+        .iter()
+        .any(|key| object.contains_key(*key))
 }
 
 /// The metadata a DOI resolver answers with (one CSL-JSON object, as Crossref and DataCite
@@ -292,8 +329,9 @@ fn entry_of(item: &Map<String, Value>) -> Entry {
     let id = |name: &str| item.get(name).and_then(as_text);
     let mut entry = Entry {
         key: id("id"),
-        doi: text("DOI"),
-        url: text("URL"),
+        // Lower case as Gleaner's own JSON Lines export writes them, and a list of `{"url": …}`.
+        doi: text("DOI").or_else(|| text("doi")),
+        url: text("URL").or_else(|| text("url")),
         pmid: id("PMID").filter(|p| is_pmid(p)),
         pmcid: text("PMCID"),
         title: text("title").map(|t| plain(&t)).filter(|t| !t.is_empty()),
@@ -625,8 +663,15 @@ mod tests {
         assert_eq!(entries.len(), 1);
         assert_eq!(entries[0].doi.as_deref(), Some("10.1000/one"));
         assert_eq!(entries[0].title.as_deref(), Some("Alone"));
-        let (_, result) = read_bytes(br#"{"id": "k"} [1]"#);
-        assert!(result.is_err(), "JSON after the object");
+        // What follows an object is read as JSON Lines: an array there is no item.
+        let (items, result) = read_bytes(br#"{"id": "k"} [1]"#);
+        result.expect("JSON Lines");
+        assert!(
+            matches!(&items[1], Item::Rejected { what, .. } if what == "item 2"),
+            "{items:?}"
+        );
+        let (_, result) = read_bytes(br#"{"id": "k"} trailing"#);
+        assert!(result.is_err(), "no JSON after the object");
     }
 
     #[test]
@@ -666,6 +711,54 @@ mod tests {
                     .ends_with("the 2 item(s) before it were read, the rest of the file was not"),
             "{message}"
         );
+    }
+
+    /// Gleaner's own `export --format jsonl` read back failed at its second line, and a list
+    /// of `{"url": …}` lines too; Zotero's web API's `{"items": [...]}` was one empty item.
+    #[test]
+    fn json_lines_and_zotero_s_items_wrapper_are_items() {
+        let (items, result) = read_bytes(
+            b"{\"url\": \"https://example.com/a\"}\n{\"url\": \"https://example.com/b\"}\n\n",
+        );
+        result.expect("JSON Lines");
+        let urls: Vec<_> = entries(&items).iter().map(|e| e.url.clone()).collect();
+        assert_eq!(
+            urls,
+            [
+                Some("https://example.com/a".to_string()),
+                Some("https://example.com/b".to_string())
+            ]
+        );
+        let (items, result) = read_bytes(
+            br#"{"job_id":4,"url":"http://127.0.0.1:1/page1","title":"Page"}
+{"job_id":3,"url":"doi:10.1000/x3","doi":"10.1000/x3","title":"Third paper"}
+{"job_id":2,"url":"doi:10.1000/x2","doi":"10.1000/x2"}
+"#,
+        );
+        result.expect("Gleaner's JSON Lines");
+        let all = entries(&items);
+        assert_eq!(all.len(), 3);
+        assert_eq!(all[1].doi.as_deref(), Some("10.1000/x3"));
+        assert_eq!(all[1].title.as_deref(), Some("Third paper"));
+        // A damaged line ends the file there, naming it.
+        let (items, result) = read_bytes(b"{\"url\": \"https://a.example/\"}\n{\"url\": }\n");
+        assert_eq!(items.len(), 1);
+        let message = result.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            message.starts_with("item 2 of the CSL-JSON file is damaged"),
+            "{message}"
+        );
+        let (items, result) = read_bytes(
+            br#"{"items":[{"id":"12047273/KC6WFG78","type":"webpage","title":"Zotero","URL":"https://www.zotero.org/support/"},{"id":"x","DOI":"10.1000/q"}]}"#,
+        );
+        result.expect("the web API's answer");
+        let all = entries(&items);
+        assert_eq!(all.len(), 2);
+        assert_eq!(
+            all[0].url.as_deref(),
+            Some("https://www.zotero.org/support/")
+        );
+        assert_eq!(all[1].doi.as_deref(), Some("10.1000/q"));
     }
 
     #[test]
