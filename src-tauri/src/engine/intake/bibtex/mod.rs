@@ -345,7 +345,13 @@ fn entry_of(key: Option<String>, fields: &[(String, String)]) -> Entry {
         doi: literal("doi"),
         pmid: literal("pmid").filter(|p| is_pmid(p)),
         pmcid: literal("pmcid"),
-        url: literal("url").or_else(|| get("howpublished").and_then(url_in)),
+        // Mendeley writes every link in one field (`{https://a/x https://b/y}`): the first.
+        url: literal("url")
+            .map(|u| match u.contains(char::is_whitespace) {
+                true => url_in(&u).unwrap_or(u),
+                false => u,
+            })
+            .or_else(|| get("howpublished").and_then(url_in)),
         title: plain("title"),
         authors: get("author").map(names::authors).unwrap_or_default(),
         container_title: plain("journaltitle")

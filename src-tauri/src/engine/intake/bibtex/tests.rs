@@ -557,3 +557,20 @@ fn a_pmc_id_is_read_as_gleaners_own_export_writes_it() {
     let e = one("@article{k, title = {A paper}, pmcid = {PMC6738312}}");
     assert_eq!(e.pmcid.as_deref(), Some("PMC6738312"));
 }
+
+/// A field commented out with `%` between the others was "expected a field name, found `%`";
+/// Mendeley's `url` holding every link was queued as one bogus address.
+#[test]
+fn comment_lines_between_fields_and_a_url_field_of_several_links() {
+    let e = one(
+        "@article{k,\n  title = {T},\n  % note = {left out},\n  %% another\n  doi = {10.1000/c1} % trailing\n}\n",
+    );
+    assert_eq!(e.doi.as_deref(), Some("10.1000/c1"));
+    assert_eq!(e.title.as_deref(), Some("T"));
+    let e = one("@article{m, url = {https://a.example/x https://b.example/y}}\n");
+    assert_eq!(e.url.as_deref(), Some("https://a.example/x"));
+    // A `%` inside a value is text.
+    let e = one("@misc{p, title = {50% more}, url = {https://a.example/50%25}}\n");
+    assert_eq!(e.title.as_deref(), Some("50% more"));
+    assert_eq!(e.url.as_deref(), Some("https://a.example/50%25"));
+}
