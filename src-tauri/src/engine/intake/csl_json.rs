@@ -15,8 +15,8 @@ use serde_json::{Map, Value};
 use super::entry::{Entry, Item};
 use super::json_escapes::LoneSurrogates;
 use super::reference_file::{
-    arxiv_in_text, is_arxiv_id, is_pmid, issued_from_parts, issued_from_ymd, split_keywords,
-    year_in,
+    arxiv_in_text, is_arxiv_id, is_key_like, is_pmid, issued_from_parts, issued_from_ymd,
+    split_keywords, year_in,
 };
 
 /// The longest one item may be: a longer one stops the reading rather than fill memory.
@@ -328,7 +328,8 @@ fn entry_of(item: &Map<String, Value>) -> Entry {
     let text = |name: &str| item.get(name).filter(|v| v.is_string()).and_then(as_text);
     let id = |name: &str| item.get(name).and_then(as_text);
     let mut entry = Entry {
-        key: id("id"),
+        // CSL's own key field, else an `id` that can be one.
+        key: text("citation-key").or_else(|| id("id").filter(|k| is_key_like(k))),
         // Lower case as Gleaner's own JSON Lines export writes them, and a list of `{"url": …}`.
         doi: text("DOI").or_else(|| text("doi")),
         url: text("URL").or_else(|| text("url")),
@@ -518,7 +519,8 @@ mod tests {
         assert_eq!(
             *all[0],
             Entry {
-                key: Some("http://zotero.org/users/local/kQ3vN7xZ/items/8XK2M4PQ".into()),
+                // Zotero's item URI is no citation key.
+                key: None,
                 doi: Some("10.1038/nature12373".into()),
                 arxiv: None,
                 pmid: None,
@@ -561,7 +563,7 @@ mod tests {
         let e = one(
             r#"{"id": 12, "PMID": 31452104, "keyword": ["a, b", "c"], "title": " <i>E. coli</i> at 10<sup>3</sup> K <not a tag> "}"#,
         );
-        assert_eq!(e.key.as_deref(), Some("12"));
+        assert_eq!(e.key, None, "a number is a database's id");
         assert_eq!(e.pmid.as_deref(), Some("31452104"));
         assert_eq!(e.tags, ["a", "b", "c"]);
         assert_eq!(e.title.as_deref(), Some("E. coli at 103 K <not a tag>"));
@@ -759,6 +761,30 @@ mod tests {
             Some("https://www.zotero.org/support/")
         );
         assert_eq!(all[1].doi.as_deref(), Some("10.1000/q"));
+    }
+
+    /// Zotero's ids are URIs or `library/item`, or numbers: none is a key a paper cites, and
+    /// an export kept them as keys for good. CSL's own `citation-key` is the key.
+    #[test]
+    fn only_an_id_that_can_be_a_citation_key_is_one() {
+        let key = |json: &str| one(json).key;
+        assert_eq!(
+            key(
+                r#"{"id": "http://zotero.org/users/local/aBcD1234/items/QWERTY12", "DOI": "10.1/a"}"#
+            ),
+            None
+        );
+        assert_eq!(key(r#"{"id": "12047273/KC6WFG78", "DOI": "10.1/a"}"#), None);
+        assert_eq!(key(r#"{"id": 7, "DOI": "10.1/a"}"#), None);
+        assert_eq!(
+            key(r#"{"id": "doe2020", "DOI": "10.1/a"}"#).as_deref(),
+            Some("doe2020")
+        );
+        assert_eq!(
+            key(r#"{"id": "http://zotero.org/x/items/Q", "citation-key": "Doe:2020", "DOI": "10.1/a"}"#)
+                .as_deref(),
+            Some("Doe:2020")
+        );
     }
 
     #[test]

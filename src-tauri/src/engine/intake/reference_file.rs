@@ -385,6 +385,14 @@ pub(super) fn arxiv_in_text(text: &str) -> Option<String> {
 }
 
 /// Whether `text` is a PubMed id: one to eight digits.
+/// Whether a file's item id can be a citation key. Zotero's CSL-JSON ids are URIs
+/// (`http://zotero.org/users/local/…/items/QWERTY12`) or `library/item` (its web API's), and
+/// a RIS `ID` is often a database's record number: a paper cites none of them, and a key once
+/// exported is kept for good.
+pub fn is_key_like(id: &str) -> bool {
+    !id.contains('/') && !id.bytes().all(|b| b.is_ascii_digit())
+}
+
 pub(super) fn is_pmid(text: &str) -> bool {
     (1..=8).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_digit())
 }

@@ -8,7 +8,7 @@ use std::io::BufRead;
 use super::entry::{Entry, Item};
 use super::line_reader::{LineFormat, LineReader};
 use super::reference_file::{
-    TaggedRecord, arxiv_in_text, is_arxiv_id, is_pmid, issued_from_ymd, pmcid_in_note,
+    TaggedRecord, arxiv_in_text, is_arxiv_id, is_key_like, is_pmid, issued_from_ymd, pmcid_in_note,
     pmid_in_note, ris_tag,
 };
 
@@ -151,7 +151,7 @@ fn entry_of(tags: &[(String, String)]) -> Entry {
             .map(|(_, v)| v.as_str())
     };
     let mut entry = Entry {
-        key: first(&["ID"]),
+        key: first(&["ID"]).filter(|k| is_key_like(k)),
         doi: first(&["DO"]),
         url: all(&["UR", "L1", "L2"])
             .flat_map(|v| v.split([';', ' ']))
@@ -261,6 +261,14 @@ mod tests {
     }
 
     #[test]
+    fn a_record_number_is_no_citation_key() {
+        let key = |id: &str| one(&format!("TY  - JOUR\nID  - {id}\nDO  - 10.1/a\nER  - \n")).key;
+        assert_eq!(key("12345"), None);
+        assert_eq!(key("lib/123"), None);
+        assert_eq!(key("smith2020").as_deref(), Some("smith2020"));
+    }
+
+    #[test]
     fn the_library_reads_in_file_order_with_malformed_records_named() {
         let items = read(LIBRARY);
         let names: Vec<String> = items
@@ -275,7 +283,7 @@ mod tests {
             names,
             [
                 "-",
-                "12",
+                "-",
                 "rejected line 47",
                 "rejected line 49",
                 "-",
@@ -344,7 +352,10 @@ mod tests {
         let items = read(LIBRARY);
         let all = entries(&items);
         let endnote = all[1];
-        assert_eq!(endnote.key.as_deref(), Some("12"));
+        assert_eq!(
+            endnote.key, None,
+            "EndNote's record number is no citation key"
+        );
         assert_eq!(endnote.title.as_deref(), Some("Attention Is All You Need"));
         assert_eq!(
             endnote.authors,
