@@ -176,6 +176,8 @@ pub struct Lines<R> {
     reader: R,
     /// What a cut long line left over, the start of the next one.
     carry: Vec<u8>,
+    /// The last line ended at a `\r` that ended the buffer: a `\n` next is part of its break.
+    after_cr: bool,
 }
 
 /// What [`text_lines`] reads through: the start it looked at, then the rest.
@@ -196,6 +198,7 @@ pub fn text_lines<R: Read>(mut reader: R) -> Result<Lines<InputReader<R>>, Intak
     Ok(Lines {
         reader: BufReader::with_capacity(HEAD_BYTES, Cursor::new(head).chain(reader)),
         carry: Vec::new(),
+        after_cr: false,
     })
 }
 
@@ -205,10 +208,13 @@ impl<R: BufRead> Lines<R> {
         Self {
             reader,
             carry: Vec::new(),
+            after_cr: false,
         }
     }
 
-    /// The next line without its line break, or `None` at the end.
+    /// The next line without its line break, or `None` at the end. A line ends at `\n`,
+    /// `\r\n`, or a `\r` alone (classic Mac OS, some EndNote exports), which lost every record
+    /// of a file as one long line.
     pub fn next_line(&mut self) -> std::io::Result<Option<String>> {
         let mut line = std::mem::take(&mut self.carry);
         loop {
@@ -217,13 +223,25 @@ impl<R: BufRead> Lines<R> {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             };
+            if std::mem::take(&mut self.after_cr) && avail.first() == Some(&b'\n') {
+                self.reader.consume(1);
+                continue;
+            }
             if avail.is_empty() {
                 return Ok((!line.is_empty()).then(|| decode_line(line)));
             }
             let room = &avail[..avail.len().min(MAX_LINE_BYTES - line.len())];
-            if let Some(end) = room.iter().position(|&b| b == b'\n') {
+            if let Some(end) = room.iter().position(|&b| b == b'\n' || b == b'\r') {
                 line.extend_from_slice(&room[..end]);
-                self.reader.consume(end + 1);
+                let taken = match (room[end], avail.get(end + 1)) {
+                    (b'\r', Some(b'\n')) => end + 2,
+                    (b'\r', None) => {
+                        self.after_cr = true;
+                        end + 1
+                    }
+                    _ => end + 1,
+                };
+                self.reader.consume(taken);
                 return Ok(Some(decode_line(line)));
             }
             let taken = room.len();

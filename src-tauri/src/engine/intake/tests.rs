@@ -601,3 +601,27 @@ fn a_labelled_identifier_that_is_not_one_is_rejected_with_its_reason() {
     let reasons = rejected(&scan_text("31452104"));
     assert!(reasons[0].1.contains("write PMID:"), "{reasons:?}");
 }
+
+/// A file with classic Mac OS line ends (`\r` alone, some EndNote exports) was one long line:
+/// every record of a RIS file was lost. `\r\n` is one break however the buffer cuts it.
+#[test]
+fn a_lone_carriage_return_ends_a_line() {
+    let text = b"a\rb\r\nc\n\rd\r";
+    for capacity in [1, 2, 3, 4, 64] {
+        let mut lines = Lines::new(std::io::BufReader::with_capacity(capacity, &text[..]));
+        let mut got = Vec::new();
+        while let Some(line) = lines.next_line().expect("read") {
+            got.push(line);
+        }
+        assert_eq!(got, ["a", "b", "c", "", "d"], "buffer of {capacity}");
+    }
+    let ris = b"TY  - JOUR\rAU  - Smith, J.\rTI  - CR only\rDO  - 10.1000/cr1\rER  - \r\rTY  - JOUR\rTI  - Two\rDO  - 10.1000/cr2\rER  - \r";
+    let mut found = Vec::new();
+    let kind = files::read_file(Some("cr.ris"), &ris[..], Vec::new(), |chunk| {
+        found.append(chunk);
+        Ok::<(), std::convert::Infallible>(())
+    })
+    .expect("read");
+    assert_eq!(kind, files::FileKind::References(ReferenceFormat::Ris));
+    assert_eq!(urls(&found), ["doi:10.1000/cr1", "doi:10.1000/cr2"]);
+}
