@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use super::entry::{Entry, Item};
 use super::json_escapes::LoneSurrogates;
 use super::reference_file::{
-    arxiv_in_text, is_arxiv_id, is_key_like, is_pmid, issued_from_parts, issued_from_ymd,
+    arxiv_in_text, csl_type, is_arxiv_id, is_key_like, is_pmid, issued_from_parts, issued_from_ymd,
     split_keywords, year_in,
 };
 
@@ -344,6 +344,7 @@ fn entry_of(item: &Map<String, Value>) -> Entry {
         container_title: text("container-title")
             .map(|t| plain(&t))
             .filter(|t| !t.is_empty()),
+        kind: text("type").and_then(|t| csl_type(&t)).map(str::to_string),
         ..Entry::default()
     };
     // Zotero keeps an arXiv preprint's id as its number (`arXiv:1706.03762`), publisher arXiv.
@@ -531,6 +532,7 @@ mod tests {
                 issued: Some("2013-07-31".into()),
                 container_title: Some("Nature".into()),
                 tags: vec!["Nanoscale materials".into(), "Quantum physics".into()],
+                kind: Some("article-journal".into()),
             }
         );
         let attention = all[1];
@@ -785,6 +787,18 @@ mod tests {
                 .as_deref(),
             Some("Doe:2020")
         );
+    }
+
+    #[test]
+    fn an_item_keeps_its_type() {
+        let kind = |t: &str| one(&format!(r#"{{"type": "{t}", "DOI": "10.1/a"}}"#)).kind;
+        assert_eq!(
+            kind("paper-conference").as_deref(),
+            Some("paper-conference")
+        );
+        assert_eq!(kind("chapter").as_deref(), Some("chapter"));
+        assert_eq!(kind("article"), None, "CSL's article is no journal's");
+        assert_eq!(kind("webpage"), None);
     }
 
     #[test]

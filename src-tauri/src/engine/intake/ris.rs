@@ -8,8 +8,8 @@ use std::io::BufRead;
 use super::entry::{Entry, Item};
 use super::line_reader::{LineFormat, LineReader};
 use super::reference_file::{
-    TaggedRecord, arxiv_in_text, is_arxiv_id, is_key_like, is_pmid, issued_from_ymd, pmcid_in_note,
-    pmid_in_note, ris_tag,
+    TaggedRecord, arxiv_in_text, csl_type, is_arxiv_id, is_key_like, is_pmid, issued_from_ymd,
+    pmcid_in_note, pmid_in_note, ris_tag,
 };
 
 /// Why a RIS file could not be read to its end.
@@ -69,7 +69,10 @@ impl Ris {
                         ),
                     );
                 }
-                self.open = Some(TaggedRecord::new(self.line, "ID"));
+                let mut open = TaggedRecord::new(self.line, "ID");
+                // Its type, which an export keeps (a `CONF` went out as a journal article).
+                open.push(tag, value);
+                self.open = Some(open);
             }
             "ER" => match self.open.take() {
                 Some(open) if open.overflow => {
@@ -168,6 +171,9 @@ fn entry_of(tags: &[(String, String)]) -> Entry {
             .filter_map(issued_from_ymd)
             .reduce(|best, d| if d.len() > best.len() { d } else { best }),
         container_title: first(&["JF", "T2", "JO", "JA"]),
+        kind: first(&["TY"])
+            .and_then(|t| csl_type(&t))
+            .map(str::to_string),
         ..Entry::default()
     };
     // One keyword a line; some exporters put several on one, between semicolons. A comma
@@ -269,6 +275,16 @@ mod tests {
     }
 
     #[test]
+    fn a_record_keeps_its_type() {
+        let kind = |ty: &str| one(&format!("TY  - {ty}\nDO  - 10.1/a\nER  - \n")).kind;
+        assert_eq!(kind("CONF").as_deref(), Some("paper-conference"));
+        assert_eq!(kind("CPAPER").as_deref(), Some("paper-conference"));
+        assert_eq!(kind("CHAP").as_deref(), Some("chapter"));
+        assert_eq!(kind("JOUR").as_deref(), Some("article-journal"));
+        assert_eq!(kind("GEN"), None);
+    }
+
+    #[test]
     fn the_library_reads_in_file_order_with_malformed_records_named() {
         let items = read(LIBRARY);
         let names: Vec<String> = items
@@ -343,6 +359,7 @@ mod tests {
                 issued: Some("2013-07-31".into()),
                 container_title: Some("Nature".into()),
                 tags: vec!["Nanoscale materials".into(), "Quantum physics".into()],
+                kind: Some("article-journal".into()),
             }
         );
     }

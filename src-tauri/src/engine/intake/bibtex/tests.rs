@@ -118,6 +118,7 @@ fn a_biblatex_entry_maps_every_field() {
             ]),
             issued: Some("2013-07-31".into()),
             container_title: Some("Nature".into()),
+            kind: Some("article-journal".into()),
             tags: strings(&[
                 "nanoscale thermometry",
                 "nitrogen-vacancy centres",
@@ -573,4 +574,15 @@ fn comment_lines_between_fields_and_a_url_field_of_several_links() {
     let e = one("@misc{p, title = {50% more}, url = {https://a.example/50%25}}\n");
     assert_eq!(e.title.as_deref(), Some("50% more"));
     assert_eq!(e.url.as_deref(), Some("https://a.example/50%25"));
+}
+
+/// `@inproceedings` and `@incollection` went out as journal articles: the type was dropped.
+#[test]
+fn an_entry_keeps_its_type() {
+    let kind = |t: &str| one(&format!("@{t}{{k, doi = {{10.1/a}}}}\n")).kind;
+    assert_eq!(kind("inproceedings").as_deref(), Some("paper-conference"));
+    assert_eq!(kind("Conference").as_deref(), Some("paper-conference"));
+    assert_eq!(kind("incollection").as_deref(), Some("chapter"));
+    assert_eq!(kind("article").as_deref(), Some("article-journal"));
+    assert_eq!(kind("misc"), None);
 }
