@@ -26,6 +26,7 @@ pub mod medline;
 pub mod reference_file;
 pub mod ris;
 mod utf16;
+pub mod web_page;
 
 pub use entry::{Entry, Item};
 pub use identifiers::Identifier;
