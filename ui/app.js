@@ -224,34 +224,110 @@ function mergeSummary(into, r) {
   return into;
 }
 
-// The decoder for a file's bytes: UTF-16 when it starts with UTF-16's byte order mark (what
-// Windows Notepad calls "Unicode"), else UTF-8; both drop the mark.
-async function decoderFor(file) {
+// A dropped file's text. UTF-16 when it starts with UTF-16's byte order mark (what Windows
+// Notepad calls "Unicode"); else UTF-8, and a line that is not UTF-8 is read as Windows-1252
+// (what a Western Windows program writes), as the backend reads a file it opens itself. A
+// lenient UTF-8 decoder turned every accent of a Latin-1 .bib into U+FFFD before the backend
+// could see the bytes.
+async function utf16Of(file) {
   const head = new Uint8Array(await file.slice(0, 2).arrayBuffer());
-  if (head[0] === 0xff && head[1] === 0xfe) return new TextDecoder('utf-16le');
-  if (head[0] === 0xfe && head[1] === 0xff) return new TextDecoder('utf-16be');
-  return new TextDecoder();
+  if (head[0] === 0xff && head[1] === 0xfe) return 'utf-16le';
+  if (head[0] === 0xfe && head[1] === 0xff) return 'utf-16be';
+  return null;
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+const windows1252 = new TextDecoder('windows-1252');
+
+// Bytes that end at a line break (or the file's end) as text, line by line where they are not
+// all UTF-8.
+function decodeLines(bytes) {
+  try {
+    return strictUtf8.decode(bytes);
+  } catch {
+    const parts = [];
+    for (let at = 0; at < bytes.length;) {
+      const nl = bytes.indexOf(10, at);
+      const end = nl < 0 ? bytes.length : nl + 1;
+      const line = bytes.subarray(at, end);
+      try {
+        parts.push(strictUtf8.decode(line));
+      } catch {
+        parts.push(windows1252.decode(line));
+      }
+      at = end;
+    }
+    return parts.join('');
+  }
 }
 
 async function fileText(file) {
-  return (await decoderFor(file)).decode(await file.arrayBuffer());
+  const utf16 = await utf16Of(file);
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  return utf16 ? new TextDecoder(utf16).decode(bytes) : decodeLines(bytes);
+}
+
+// Whether a file's start shows a reference file or a bookmark export, which is read whole
+// (an entry spans lines) whatever its name: the marks the backend's `files::kind_of` tells
+// them by. A 5 MB RIS export named .txt was cut into pieces between its records.
+function readsWhole(head) {
+  const text = head.replace(/^\uFEFF/, '');
+  if (/^\s*[[{]/.test(text)) return true;
+  if (/^\s*(<!--[\s\S]*?-->\s*)*<!doctype\s+netscape-bookmark-file/i.test(text)) return true;
+  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l !== '').slice(0, 10);
+  for (const line of lines) {
+    if (/^TY {1,2}-(\s|$)/.test(line) || /^PMID- ?\S/.test(line)) return true;
+    if (line.startsWith('%')) continue;
+    if (/^@[A-Za-z][\w-]*\s*[{(]/.test(line)) return true;
+    if (line.includes('://')) return false;
+  }
+  return false;
+}
+
+// Whether a dropped file goes to the backend whole: a small one always, a reference file by
+// its name or its content up to the limit.
+async function sentWhole(file) {
+  if (file.size <= PIECE_BYTES) return true;
+  if (file.size > WHOLE_FILE_BYTES) return false;
+  if (WHOLE_FILE.test(file.name)) return true;
+  const utf16 = await utf16Of(file);
+  const head = await file.slice(0, 64 * 1024).arrayBuffer();
+  return readsWhole(new TextDecoder(utf16 ?? 'utf-8').decode(head));
+}
+
+// Where a piece of text (UTF-16) or bytes ends: after its last line break, else whole (the
+// backend cuts a line that long itself), so the page never gathers a file without line
+// breaks; bytes without one end before a character's continuation bytes.
+function pieceEnd(piece, last, isText) {
+  if (last) return piece.length;
+  const nl = isText ? piece.lastIndexOf('\n') : piece.lastIndexOf(10);
+  if (nl >= 0) return nl + 1;
+  let end = piece.length;
+  if (!isText) while (end > piece.length - 4 && end > 0 && (piece[end - 1] & 0xc0) === 0x80) end -= 1;
+  if (!isText && end > 0 && piece[end - 1] >= 0xc0) end -= 1;
+  return end > 0 ? end : piece.length;
 }
 
 // Sends a big file piece by piece into the add's batch; a piece ends at a line break, so no
 // line is cut in two.
 async function addBigFile(file, source, summary) {
-  const decoder = await decoderFor(file);
-  let carry = '';
+  const utf16 = await utf16Of(file);
+  const decoder = utf16 ? new TextDecoder(utf16) : null;
+  let carry = utf16 ? '' : new Uint8Array(0);
   for (let at = 0; at < file.size; at += PIECE_BYTES) {
-    const bytes = await file.slice(at, at + PIECE_BYTES).arrayBuffer();
+    const read = await file.slice(at, at + PIECE_BYTES).arrayBuffer();
     const last = at + PIECE_BYTES >= file.size;
-    let text = carry + decoder.decode(bytes, { stream: !last });
-    // A piece without a line break goes whole (the backend cuts a line that long itself),
-    // so the page never gathers a file without line breaks.
-    const nl = text.lastIndexOf('\n');
-    const cut = last || nl < 0 ? text.length : nl + 1;
-    carry = text.slice(cut);
-    text = text.slice(0, cut);
+    let piece;
+    if (decoder) {
+      piece = carry + decoder.decode(read, { stream: !last });
+    } else {
+      piece = new Uint8Array(carry.length + read.byteLength);
+      piece.set(carry);
+      piece.set(new Uint8Array(read), carry.length);
+    }
+    const cut = pieceEnd(piece, last, Boolean(decoder));
+    carry = piece.slice(cut);
+    const text = decoder ? piece.slice(0, cut) : decodeLines(piece.subarray(0, cut));
     // The first piece goes as a file, so binary data is refused by name and the rest unread.
     const args = at === 0
       ? { text: '', source, files: [{ name: file.name, text }], batch: summary.batch }
@@ -260,7 +336,8 @@ async function addBigFile(file, source, summary) {
     mergeSummary(summary, r);
     if (at === 0 && r.binary_files > 0) return;
   }
-  if (carry) mergeSummary(summary, await call('add_urls', { text: carry, source, files: [], batch: summary.batch }));
+  const rest = decoder ? carry : decodeLines(carry);
+  if (rest) mergeSummary(summary, await call('add_urls', { text: rest, source, files: [], batch: summary.batch }));
 }
 
 // Adds run one after another: a paste or a drop while one is running waits for it, and the
@@ -285,15 +362,13 @@ function addText(text, source, files = []) {
 async function addNow(text, source, files) {
   try {
     const small = [];
+    const big = [];
     for (const file of files) {
-      const whole = WHOLE_FILE.test(file.name) && file.size <= WHOLE_FILE_BYTES;
-      if (file.size <= PIECE_BYTES || whole) small.push({ name: file.name, text: await fileText(file) });
+      if (await sentWhole(file)) small.push({ name: file.name, text: await fileText(file) });
+      else big.push(file);
     }
     const result = await call('add_urls', { text: text ?? '', source, files: small, batch: null });
-    for (const file of files) {
-      const whole = WHOLE_FILE.test(file.name) && file.size <= WHOLE_FILE_BYTES;
-      if (file.size > PIECE_BYTES && !whole) await addBigFile(file, source, result);
-    }
+    for (const file of big) await addBigFile(file, source, result);
     addSummary.textContent = `${plural(result.queued, 'link')} queued, `
       + `${plural(result.duplicates, 'duplicate')}`
       + (result.tagged > 0 ? ` (${result.tagged.toLocaleString()} with new tags)` : '')

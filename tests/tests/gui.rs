@@ -841,6 +841,62 @@ fn a_doi_shows_whether_its_full_text_was_had() {
     });
 }
 
+/// A `.bib` saved by a Windows program in Windows-1252 keeps its accents (the page decoded it
+/// as lenient UTF-8, and every one became U+FFFD); a RIS export over 4 MB named `.txt` is read
+/// whole by its content (it was cut into pieces between its records).
+#[test]
+fn a_latin1_file_keeps_its_accents_and_a_big_ris_named_txt_is_read_whole() {
+    gui(async {
+        let s = DesktopSession::launch().await;
+        s.click("pause-queue").await;
+        let bib = "@article{m2020,\n  author = {M\u{fc}ller, J\u{f6}rg},\n  title = {\u{dc}ber Stra\u{df}en},\n  \
+                   doi = {10.1000/latin1}\n}\n";
+        let bytes: Vec<u32> = bib.chars().map(|c| c as u32).collect();
+        assert!(bytes.iter().all(|&b| b < 256));
+        s.js(
+            "const dt = new DataTransfer();\
+             dt.items.add(new File([new Uint8Array(arguments[0])], 'latin1.bib', { type: 'text/x-bibtex' }));\
+             document.body.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));",
+            vec![json!(bytes)],
+        )
+        .await;
+        s.wait_text(
+            "add-summary",
+            |t| t == "1 link queued, 0 duplicates, 0 rejected.",
+            "the Latin-1 file's entry",
+        )
+        .await;
+        let meta: String = s
+            .sql()
+            .query_row("SELECT meta FROM jobs", [], |r| r.get(0))
+            .expect("meta");
+        assert!(meta.contains("M\u{fc}ller, J\u{f6}rg"), "{meta}");
+        assert!(meta.contains("\u{dc}ber Stra\u{df}en"), "{meta}");
+        // 2,000 records of 3 KB each: 6 MB, more than one 4 MB piece.
+        s.js(
+            "const ab = 'x'.repeat(3000);\
+             const records = Array.from({ length: 2000 }, (_, i) => `TY  - JOUR\\nTI  - Paper ${i}\\nAB  - ${ab}\\nDO  - 10.1000/ris${i}\\nER  - \\n`);\
+             const dt = new DataTransfer();\
+             dt.items.add(new File([records.join('')], 'export.txt', { type: 'text/plain' }));\
+             document.body.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));",
+            vec![],
+        )
+        .await;
+        s.wait_text(
+            "add-summary",
+            |t| t.replace(',', "") == "2000 links queued 0 duplicates 0 rejected.",
+            "the big RIS file's records",
+        )
+        .await;
+        let jobs: i64 = s
+            .sql()
+            .query_row("SELECT count(*) FROM jobs", [], |r| r.get(0))
+            .expect("jobs");
+        assert_eq!(jobs, 2001);
+        s.finish().await;
+    });
+}
+
 #[test]
 fn a_big_dropped_file_is_sent_in_pieces_and_only_counts_come_back() {
     gui(async {

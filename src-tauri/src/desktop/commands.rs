@@ -232,7 +232,7 @@ pub async fn add_urls(
             files.unwrap_or_default(),
             batch,
             (store, &library),
-            worker,
+            worker.policy().max_retries,
         )
     })
     .await
@@ -244,13 +244,12 @@ fn add_found(
     files: Vec<DroppedFile>,
     batch: Option<i64>,
     (store, library): (&dyn Queue, &Library),
-    worker: &Worker,
+    max_retries: u32,
 ) -> Result<AddSummary, String> {
     let source = if source == "drop" { "drop" } else { "paste" };
     let now = SystemClock.now_ms();
     let fail = store_error("Could not add to the queue");
     let name = format!("{source} {}", rfc3339(now));
-    let max_retries = worker.policy().max_retries;
     let mut intake =
         intake::Intake::new(store, name, source, max_retries, now, batch).with_library(library);
     let mut summary = AddSummary::default();
@@ -258,10 +257,24 @@ fn add_found(
     // Line by line and a chunk at a time, as `gleaner add --file` reads: neither the
     // findings of a big drop nor a transaction grow with it.
     let mut found = Vec::new();
-    for line in text.lines() {
-        intake::scan_line(line, &mut found);
-        if found.len() >= intake::CHUNK {
-            summary.take(&mut intake, &mut found).map_err(&fail)?;
+    if intake::files::pasted_kind(text) == intake::files::FileKind::Text {
+        for line in text.lines() {
+            intake::scan_line(line, &mut found);
+            if found.len() >= intake::CHUNK {
+                summary.take(&mut intake, &mut found).map_err(&fail)?;
+            }
+        }
+    } else {
+        // A BibTeX entry or RIS record pasted is read as the file it came from would be.
+        let read = intake::files::read_file(None, text.as_bytes(), Vec::new(), |chunk| {
+            summary.take(&mut intake, chunk)
+        });
+        match read {
+            Ok(_) => {}
+            Err(intake::files::Stopped::Taker(e)) => return Err(fail(e)),
+            Err(intake::files::Stopped::File(e)) => {
+                summary.reject("the pasted text".into(), e.to_string())
+            }
         }
     }
     for file in files {
@@ -1118,6 +1131,37 @@ mod tests {
         assert_eq!(summary.rejected_lines[0].input, "junk1");
         let json = serde_json::to_string(&summary).expect("json");
         assert!(json.len() < 32 * 1024, "{} bytes to the page", json.len());
+    }
+
+    /// A Google Scholar BibTeX entry pasted is one job with its metadata, as through
+    /// `add --file -`; it was seven rejected lines and two jobs.
+    #[test]
+    fn a_pasted_bibtex_entry_is_read_as_bibtex() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let library = Library::new(dir.path().join("library"));
+        let store = crate::engine::sqlite::Store::open_in_memory().expect("store");
+        let pasted = "@article{kucsko2013nanometre,\n  title={Nanometre-scale thermometry},\n  \
+                      author={Kucsko, Georg},\n  journal={Nature},\n  year={2013},\n  \
+                      doi={10.1038/nature12373},\n  \
+                      url={https://www.nature.com/articles/nature12373}\n}\n";
+        let summary =
+            add_found(pasted, "paste", Vec::new(), None, (&store, &library), 5).expect("add");
+        assert_eq!((summary.queued, summary.rejected), (1, 0), "{summary:?}");
+        let job = store.job(1).expect("job").expect("there");
+        assert_eq!(job.url, "doi:10.1038/nature12373");
+        let r = job.reference.expect("reference");
+        assert_eq!(r.citation_key.as_deref(), Some("kucsko2013nanometre"));
+        // Plain text is scanned line by line, as before.
+        let summary = add_found(
+            "see https://a.example/1\nand https://a.example/2",
+            "paste",
+            Vec::new(),
+            None,
+            (&store, &library),
+            5,
+        )
+        .expect("add");
+        assert_eq!((summary.queued, summary.rejected), (2, 0), "{summary:?}");
     }
 
     #[test]

@@ -160,6 +160,59 @@ pub fn retag_text(text: &str, tags: &[String]) -> Option<String> {
     Some(format!("---\n{}{}", lines.join("\n"), &rest[end..]))
 }
 
+/// The document's text with a `citation_key:` line in its front matter, where the library
+/// writes it (before `tags:`); `None` for a text without Gleaner's front matter or one that
+/// has a key.
+pub fn with_citation_key_line(text: &str, key: &str) -> Option<String> {
+    let rest = text.strip_prefix("---\n")?;
+    let end = rest.find("\n---\n")?;
+    let lines: Vec<&str> = rest[..end].split('\n').collect();
+    if lines.iter().any(|l| l.starts_with("citation_key:")) {
+        return None;
+    }
+    let line = format!("citation_key: {}", serde_json::to_string(key).ok()?);
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("tags:"))
+        .unwrap_or(lines.len());
+    let mut out: Vec<&str> = lines[..at].to_vec();
+    out.push(&line);
+    out.extend(&lines[at..]);
+    Some(format!("---\n{}{}", out.join("\n"), &rest[end..]))
+}
+
+/// A citation key a reference file brings for a job queued before without one (`gleaner add
+/// DOI`, then the `.bib` that cites it): kept by the queue ([`Queue::adopt_citation_key`]) and
+/// written into its document, so the export keys it as the file did. Whether it was kept. A
+/// document that cannot be rewritten keeps the key in the queue for its next fetch.
+pub fn adopt_citation_key(
+    store: &dyn Queue,
+    library: Option<&Library>,
+    job_id: i64,
+    key: &str,
+) -> Result<bool, QueueError> {
+    if !store.adopt_citation_key(job_id, key)? {
+        return Ok(false);
+    }
+    tracing::info!(
+        job_id,
+        key,
+        "the citation key a reference file brought is kept"
+    );
+    let (Some(library), Some(job)) = (library, store.job(job_id)?) else {
+        return Ok(true);
+    };
+    let Some(doc) = job.document else {
+        return Ok(true);
+    };
+    // A document with a key already (written by hand) keeps it.
+    let keyed = |text: &str| with_citation_key_line(text, key).or_else(|| Some(text.to_string()));
+    if let Err(e) = rewrite_document(library, Path::new(&doc), keyed) {
+        tracing::warn!(job_id, document = %doc, error = %e, "the document's citation key cannot be written");
+    }
+    Ok(true)
+}
+
 /// What a document held before [`retag_document`] rewrote it, to put back if the change cannot
 /// be committed.
 #[derive(Debug)]
@@ -184,6 +237,18 @@ pub fn retag_document(
     path: &Path,
     tags: &[String],
 ) -> Result<Option<Previous>, TagsError> {
+    rewrite_document(library, path, |text| retag_text(text, tags))
+        .map(|r| r.map(|(path, bytes)| Previous { path, bytes }))
+}
+
+/// Rewrite the document at `path` with `change` (`None`: not Gleaner's front matter),
+/// atomically; its real path and what it held. Refused for a path outside the library folder
+/// (after following links). `Ok(None)` when the file is gone.
+fn rewrite_document(
+    library: &Library,
+    path: &Path,
+    change: impl FnOnce(&str) -> Option<String>,
+) -> Result<Option<(PathBuf, Vec<u8>)>, TagsError> {
     let real = match path.canonicalize() {
         Ok(real) => real,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -208,10 +273,10 @@ pub fn retag_document(
     })?;
     let text =
         std::str::from_utf8(&bytes).map_err(|_| TagsError::NotADocument(path.to_path_buf()))?;
-    let new = retag_text(text, tags).ok_or_else(|| TagsError::NotADocument(path.to_path_buf()))?;
+    let new = change(text).ok_or_else(|| TagsError::NotADocument(path.to_path_buf()))?;
     let dir = real.parent().unwrap_or(&root);
     write_atomic(dir, &real, new.as_bytes())?;
-    Ok(Some(Previous { path: real, bytes }))
+    Ok(Some((real, bytes)))
 }
 
 /// Set a job's tags by hand (the CLI's `gleaner tags` and the window both call this): the
@@ -554,6 +619,56 @@ mod tests {
             "{brought:?}"
         );
         assert!(store.job_tags(running.job_id).expect("tags").is_empty());
+    }
+
+    /// `gleaner add DOI`, fetched, then the `.bib` citing it as `Mueller:2020`: the file's key
+    /// is the job's and its document's, and the export's (it was dropped as a duplicate's).
+    #[test]
+    fn a_key_a_duplicate_brings_is_kept_and_exported() {
+        use crate::engine::export::{Format, Selection, export};
+        use crate::engine::intake::{Found, Intake};
+        use crate::engine::queue::Reference;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("library");
+        let lib = Library::new(&root);
+        let store = crate::engine::sqlite::Store::open(&dir.path().join("g.db")).expect("store");
+        let doc = root.join("a.example/a-1-01234567.md");
+        let id = done_with_document(&store, "https://a.example/1", &doc);
+        let entry = |key: &str| Found::Url {
+            input: "https://a.example/1".into(),
+            url: "https://a.example/1".into(),
+            key: "https://a.example/1".into(),
+            host: "a.example".into(),
+            reference: Some(Box::new(Reference {
+                citation_key: Some(key.into()),
+                ..Reference::default()
+            })),
+        };
+        let mut intake = Intake::new(&store, "bib".into(), "file", 5, 10, None).with_library(&lib);
+        intake.enqueue(&[entry("Mueller:2020")]).expect("enqueue");
+        let text = std::fs::read_to_string(&doc).expect("read");
+        assert!(
+            text.starts_with("---\nurl: \"https://a.example/\"\ntitle: \"A\"\ncitation_key: \"Mueller:2020\"\ntags: [\"old\"]\n"),
+            "{text}"
+        );
+        let r = store
+            .job(id)
+            .expect("job")
+            .expect("there")
+            .reference
+            .expect("ref");
+        assert_eq!(r.citation_key.as_deref(), Some("Mueller:2020"));
+        let mut out = Vec::new();
+        export(&store, Format::Bibtex, &Selection::All, &mut out).expect("export");
+        let out = String::from_utf8(out).expect("utf-8");
+        assert!(out.contains("{Mueller:2020,"), "{out}");
+        // Given out now, it is the document's for good: another file's key changes nothing.
+        intake.enqueue(&[entry("Other:2021")]).expect("enqueue");
+        assert!(
+            !std::fs::read_to_string(&doc)
+                .expect("read")
+                .contains("Other")
+        );
     }
 
     #[test]

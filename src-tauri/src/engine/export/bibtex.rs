@@ -1,5 +1,6 @@
 //! BibTeX in biblatex's data model (read by biber): `@online` for web pages, `@article` for
-//! papers in a journal, `@misc` for other papers. Dates are `date`, journals `journaltitle`, the
+//! papers in a journal, `@inproceedings` and `@incollection` (with `booktitle`) for
+//! conference papers and chapters, `@misc` for other papers. Dates are `date`, journals `journaltitle`, the
 //! access date `urldate`; arXiv and PubMed ids are `eprint` with `eprinttype`, which biblatex's
 //! standard styles print and link (a `pmid` field is not in its data model, and biber drops it).
 
@@ -21,6 +22,8 @@ pub fn entry(r: &Record) -> String {
         Kind::WebPage => "online",
         Kind::Article => "article",
         Kind::Paper => "misc",
+        Kind::ConferencePaper => "inproceedings",
+        Kind::Chapter => "incollection",
     };
     let mut fields: Vec<(&str, String)> = Vec::new();
     if !r.authors.is_empty() {
@@ -40,6 +43,12 @@ pub fn entry(r: &Record) -> String {
         Kind::WebPage => {
             if let Some(site) = r.site_name.as_ref().or(r.container.as_ref()) {
                 fields.push(("organization", protect_and(&escape(site))));
+            }
+        }
+        // The proceedings or the book it is in.
+        Kind::ConferencePaper | Kind::Chapter => {
+            if let Some(c) = &r.container {
+                fields.push(("booktitle", protect_case(&escape(c))));
             }
         }
         // A paper's site (arXiv.org, a publisher's) is not who published it; its e-print

@@ -34,6 +34,8 @@ pub fn item(r: &Record) -> Value {
             Kind::WebPage => "webpage",
             Kind::Article => "article-journal",
             Kind::Paper => "article",
+            Kind::ConferencePaper => "paper-conference",
+            Kind::Chapter => "chapter",
         }),
     );
     if let Some(t) = &r.title {
@@ -50,7 +52,7 @@ pub fn item(r: &Record) -> Value {
     }
     let container = match r.kind {
         // A paper's site (arXiv.org, a publisher's) is no container of it.
-        Kind::Article | Kind::Paper => r.container.as_ref(),
+        Kind::Article | Kind::Paper | Kind::ConferencePaper | Kind::Chapter => r.container.as_ref(),
         Kind::WebPage => r.site_name.as_ref().or(r.container.as_ref()),
     };
     if let Some(c) = container {

@@ -142,6 +142,10 @@ fn host_name(host: &str) -> String {
 /// An imported key as BibTeX and biber read keys: without spaces and the characters that end
 /// or break one (`{}(),=#%~"'\@`); `None` when nothing is left.
 fn usable_key(key: &str) -> Option<String> {
+    // A database's id stored before intake told them apart (a Zotero URI) is no key.
+    if !crate::engine::intake::reference_file::is_key_like(key) {
+        return None;
+    }
     let kept: String = key
         .chars()
         .filter(|c| {
@@ -335,6 +339,18 @@ mod tests {
             ..paper(1, "Kucsko", 2013, "Thermometry")
         };
         assert_eq!(wanted(&unusable), "kucsko2013thermometry");
+        // A database's id kept before intake told them apart: a Zotero URI, a record number.
+        for id in [
+            "http://zotero.org/users/local/aBcD1234/items/QWERTY12",
+            "12047273/KC6WFG78",
+            "7",
+        ] {
+            let stored = Record {
+                imported_key: Some(id.into()),
+                ..paper(1, "Kucsko", 2013, "Thermometry")
+            };
+            assert_eq!(wanted(&stored), "kucsko2013thermometry", "{id}");
+        }
     }
 
     #[test]

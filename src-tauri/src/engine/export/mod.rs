@@ -544,6 +544,49 @@ mod tests {
         assert_eq!(items[0]["DOI"], "10.1/x");
     }
 
+    /// A proceedings paper and a chapter went out as journal articles: the entry type was
+    /// thrown away at intake.
+    #[test]
+    fn a_conference_paper_and_a_chapter_keep_their_type() {
+        let (_dir, store, _) = library(&[
+            (
+                "url: \"doi:10.1145/conf1\"\ntitle: \"A conference paper\"\ndoi: \"10.1145/conf1\"\nauthors: [\"Lee, Ann\"]\nissued: \"2019\"\ncontainer_title: \"Proceedings of KDD\"\nentry_type: \"paper-conference\"",
+                "Text.",
+            ),
+            (
+                "url: \"doi:10.1007/chap1\"\ntitle: \"A chapter\"\ndoi: \"10.1007/chap1\"\nauthors: [\"Roe, Bo\"]\nissued: \"2018\"\ncontainer_title: \"Handbook of Things\"\nentry_type: \"chapter\"",
+                "Text.",
+            ),
+        ]);
+        let (_, text) = run(&store, Format::Bibtex, &Selection::All);
+        assert!(text.contains("@inproceedings{lee2019conference,"), "{text}");
+        assert!(
+            text.contains("booktitle = {Proceedings of {KDD}}"),
+            "{text}"
+        );
+        assert!(text.contains("@incollection{roe2018chapter,"), "{text}");
+        assert!(text.contains("booktitle = {Handbook of Things}"), "{text}");
+        assert!(!text.contains("journaltitle"), "{text}");
+        let (_, text) = run(&store, Format::CslJson, &Selection::All);
+        let items: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        let types: Vec<&str> = items
+            .as_array()
+            .expect("items")
+            .iter()
+            .filter_map(|i| i["type"].as_str())
+            .collect();
+        assert!(
+            types.contains(&"paper-conference") && types.contains(&"chapter"),
+            "{types:?}"
+        );
+        let (_, text) = run(&store, Format::Ris, &Selection::All);
+        assert!(
+            text.contains("TY  - CONF\r\n") && text.contains("TY  - CHAP\r\n"),
+            "{text}"
+        );
+        assert!(text.contains("T2  - Handbook of Things\r\n"), "{text}");
+    }
+
     #[test]
     fn named_jobs_that_cannot_go_out_are_told_back() {
         let (_dir, store, ids) = library(DOCS);

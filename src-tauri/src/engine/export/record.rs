@@ -15,6 +15,10 @@ pub enum Kind {
     Article,
     /// A paper without a container: an e-print, a PubMed record without its journal.
     Paper,
+    /// A paper in a conference's proceedings (the file's or the resolver's type said so).
+    ConferencePaper,
+    /// A chapter of a book.
+    Chapter,
 }
 
 /// One author.
@@ -180,10 +184,12 @@ impl Record {
         // An e-print's abs page names arXiv as its site, which is no journal either.
         let container = container_title
             .filter(|c| paper && !(arxiv.is_some() && c.to_ascii_lowercase().contains("arxiv")));
-        let kind = match (paper, &container) {
-            (false, _) => Kind::WebPage,
-            (true, Some(_)) => Kind::Article,
-            (true, None) => Kind::Paper,
+        let kind = match (paper, &container, text("entry_type").as_deref()) {
+            (false, _, _) => Kind::WebPage,
+            (true, _, Some("paper-conference")) => Kind::ConferencePaper,
+            (true, _, Some("chapter")) => Kind::Chapter,
+            (true, Some(_), _) => Kind::Article,
+            (true, None, _) => Kind::Paper,
         };
         let mut authors: Vec<Person> = list("authors").iter().map(|a| person(a)).collect();
         if authors.is_empty()

@@ -31,6 +31,8 @@ pub fn entry(r: &Record) -> String {
             Kind::WebPage => "ELEC",
             Kind::Article => "JOUR",
             Kind::Paper => "GEN",
+            Kind::ConferencePaper => "CONF",
+            Kind::Chapter => "CHAP",
         },
     );
     tag("ID", &r.key);
@@ -61,7 +63,7 @@ pub fn entry(r: &Record) -> String {
     // T2 is the journal of a `JOUR` and the website of an `ELEC` (Zotero reads it so).
     let container = match r.kind {
         // A paper's site (arXiv.org, a publisher's) is no container of it.
-        Kind::Article | Kind::Paper => r.container.as_ref(),
+        Kind::Article | Kind::Paper | Kind::ConferencePaper | Kind::Chapter => r.container.as_ref(),
         Kind::WebPage => r.site_name.as_ref().or(r.container.as_ref()),
     };
     if let Some(c) = container {

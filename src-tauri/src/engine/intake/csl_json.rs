@@ -3,7 +3,7 @@
 
 use std::cell::Cell;
 use std::fmt;
-use std::io::{BufRead, Read};
+use std::io::{BufRead, BufReader, Read};
 use std::rc::Rc;
 
 use serde::Deserialize as _;
@@ -13,9 +13,10 @@ use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::entry::{Entry, Item};
+use super::json_escapes::LoneSurrogates;
 use super::reference_file::{
-    arxiv_in_text, is_arxiv_id, is_pmid, issued_from_parts, issued_from_ymd, split_keywords,
-    year_in,
+    arxiv_in_text, csl_type, is_arxiv_id, is_key_like, is_pmid, issued_from_parts, issued_from_ymd,
+    split_keywords, year_in,
 };
 
 /// The longest one item may be: a longer one stops the reading rather than fill memory.
@@ -29,6 +30,16 @@ pub enum CslJsonError {
     /// Not JSON, not an array, or JSON that breaks off (the message names line and column).
     #[error("not a CSL-JSON file (an array of items): {0}")]
     Json(serde_json::Error),
+    /// An item that is not valid JSON ends the file there: JSON has no way to skip it.
+    #[error(
+        "item {index} of the CSL-JSON file is damaged ({source}); the {read} item(s) before it \
+         were read, the rest of the file was not"
+    )]
+    Damaged {
+        index: usize,
+        read: usize,
+        source: serde_json::Error,
+    },
     #[error("item {index} of the CSL-JSON file is longer than {} MiB", MAX_ITEM_BYTES / (1024 * 1024))]
     ItemTooLarge { index: usize },
 }
@@ -43,7 +54,7 @@ pub fn read_csl_json<R: BufRead>(
 ) -> Result<(), CslJsonError> {
     let state = Rc::new(State::default());
     let input = Input {
-        inner: reader,
+        inner: BufReader::new(LoneSurrogates::new(reader)),
         started: false,
         pending: Vec::new(),
         state: Rc::clone(&state),
@@ -53,7 +64,22 @@ pub fn read_csl_json<R: BufRead>(
         on_item: &mut on_item,
         state: &state,
     };
-    let result = de.deserialize_any(visitor).and_then(|()| de.end());
+    let result = de.deserialize_any(visitor).and_then(|()| {
+        if !state.one_object.get() {
+            return de.end();
+        }
+        // More objects after the first, one after another: JSON Lines (Gleaner's own `export
+        // --format jsonl`, a list of `{"url": …}`), each an item. `end` reads only whitespace.
+        while de.end().is_err() {
+            state.in_items.set(true);
+            state.item_bytes.set(0);
+            let value = Value::deserialize(&mut de)?;
+            let index = state.index.get() + 1;
+            state.index.set(index);
+            on_item(item_of(value, index));
+        }
+        Ok(())
+    });
     match result {
         Ok(()) => Ok(()),
         Err(e) if e.is_eof() && !state.content.get() => Ok(()),
@@ -67,6 +93,11 @@ pub fn read_csl_json<R: BufRead>(
                 Err(CslJsonError::Read(io))
             }
         }
+        Err(e) if state.in_items.get() => Err(CslJsonError::Damaged {
+            index: state.index.get() + 1,
+            read: state.index.get(),
+            source: e,
+        }),
         Err(e) => Err(CslJsonError::Json(e)),
     }
 }
@@ -80,6 +111,10 @@ struct State {
     item_bytes: Cell<usize>,
     /// Items handed over.
     index: Cell<usize>,
+    /// The file's array of items is being read.
+    in_items: Cell<bool>,
+    /// The file started with one object (an item on its own, or the first of JSON Lines).
+    one_object: Cell<bool>,
 }
 
 #[derive(Debug)]
@@ -146,7 +181,20 @@ impl<'de, F: FnMut(Item)> Visitor<'de> for Items<'_, F> {
 
     /// One item on its own, as citation.js and some DOI resolvers write it.
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
-        let item = Map::deserialize(MapAccessDeserializer::new(map))?;
+        let mut item = Map::deserialize(MapAccessDeserializer::new(map))?;
+        // Zotero's web API answers `{"items": [...]}` (with `format=csl-json`).
+        if let (Some(Value::Array(_)), false) = (item.get("items"), is_item(&item))
+            && let Some(Value::Array(items)) = item.remove("items")
+        {
+            self.state.in_items.set(true);
+            for value in items {
+                let index = self.state.index.get() + 1;
+                self.state.index.set(index);
+                (self.on_item)(item_of(value, index));
+            }
+            return Ok(());
+        }
+        self.state.one_object.set(true);
         self.state.index.set(1);
         (self.on_item)(Item::Entry(entry_of(&item)));
         Ok(())
@@ -154,6 +202,7 @@ impl<'de, F: FnMut(Item)> Visitor<'de> for Items<'_, F> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         self.state.item_bytes.set(0);
+        self.state.in_items.set(true);
         while let Some(value) = seq.next_element::<Value>()? {
             self.state.item_bytes.set(0);
             let index = self.state.index.get() + 1;
@@ -180,6 +229,13 @@ fn item_of(value: Value, index: usize) -> Item {
             reason: format!("item {index} is {kind}, not an object"),
         },
     }
+}
+
+/// Whether an object is an item itself, not a wrapper of items.
+fn is_item(object: &Map<String, Value>) -> bool {
+    ["type", "id", "title", "DOI", "URL", "url"]
+        .iter()
+        .any(|key| object.contains_key(*key))
 }
 
 /// The metadata a DOI resolver answers with (one CSL-JSON object, as Crossref and DataCite
@@ -272,9 +328,11 @@ fn entry_of(item: &Map<String, Value>) -> Entry {
     let text = |name: &str| item.get(name).filter(|v| v.is_string()).and_then(as_text);
     let id = |name: &str| item.get(name).and_then(as_text);
     let mut entry = Entry {
-        key: id("id"),
-        doi: text("DOI"),
-        url: text("URL"),
+        // CSL's own key field, else an `id` that can be one.
+        key: text("citation-key").or_else(|| id("id").filter(|k| is_key_like(k))),
+        // Lower case as Gleaner's own JSON Lines export writes them, and a list of `{"url": …}`.
+        doi: text("DOI").or_else(|| text("doi")),
+        url: text("URL").or_else(|| text("url")),
         pmid: id("PMID").filter(|p| is_pmid(p)),
         pmcid: text("PMCID"),
         title: text("title").map(|t| plain(&t)).filter(|t| !t.is_empty()),
@@ -286,6 +344,7 @@ fn entry_of(item: &Map<String, Value>) -> Entry {
         container_title: text("container-title")
             .map(|t| plain(&t))
             .filter(|t| !t.is_empty()),
+        kind: text("type").and_then(|t| csl_type(&t)).map(str::to_string),
         ..Entry::default()
     };
     // Zotero keeps an arXiv preprint's id as its number (`arXiv:1706.03762`), publisher arXiv.
@@ -461,7 +520,8 @@ mod tests {
         assert_eq!(
             *all[0],
             Entry {
-                key: Some("http://zotero.org/users/local/kQ3vN7xZ/items/8XK2M4PQ".into()),
+                // Zotero's item URI is no citation key.
+                key: None,
                 doi: Some("10.1038/nature12373".into()),
                 arxiv: None,
                 pmid: None,
@@ -472,6 +532,7 @@ mod tests {
                 issued: Some("2013-07-31".into()),
                 container_title: Some("Nature".into()),
                 tags: vec!["Nanoscale materials".into(), "Quantum physics".into()],
+                kind: Some("article-journal".into()),
             }
         );
         let attention = all[1];
@@ -504,7 +565,7 @@ mod tests {
         let e = one(
             r#"{"id": 12, "PMID": 31452104, "keyword": ["a, b", "c"], "title": " <i>E. coli</i> at 10<sup>3</sup> K <not a tag> "}"#,
         );
-        assert_eq!(e.key.as_deref(), Some("12"));
+        assert_eq!(e.key, None, "a number is a database's id");
         assert_eq!(e.pmid.as_deref(), Some("31452104"));
         assert_eq!(e.tags, ["a", "b", "c"]);
         assert_eq!(e.title.as_deref(), Some("E. coli at 103 K <not a tag>"));
@@ -606,8 +667,15 @@ mod tests {
         assert_eq!(entries.len(), 1);
         assert_eq!(entries[0].doi.as_deref(), Some("10.1000/one"));
         assert_eq!(entries[0].title.as_deref(), Some("Alone"));
-        let (_, result) = read_bytes(br#"{"id": "k"} [1]"#);
-        assert!(result.is_err(), "JSON after the object");
+        // What follows an object is read as JSON Lines: an array there is no item.
+        let (items, result) = read_bytes(br#"{"id": "k"} [1]"#);
+        result.expect("JSON Lines");
+        assert!(
+            matches!(&items[1], Item::Rejected { what, .. } if what == "item 2"),
+            "{items:?}"
+        );
+        let (_, result) = read_bytes(br#"{"id": "k"} trailing"#);
+        assert!(result.is_err(), "no JSON after the object");
     }
 
     #[test]
@@ -620,6 +688,117 @@ mod tests {
         let (items, result) = read_bytes(b"[{\"id\": \"a\"}] trailing");
         assert_eq!(entries(&items).len(), 1);
         assert!(result.is_err(), "trailing characters");
+    }
+
+    /// `JSON.stringify` writes a lone surrogate as `\ud83d` (an emoji cut in half); serde
+    /// refuses it, which ended the file there and blamed the whole file.
+    #[test]
+    fn a_lone_surrogate_escape_is_read_and_a_damaged_item_is_named() {
+        let (items, result) = read_bytes(
+            br#"[{"id":"a","DOI":"10.1000/a1"},
+{"id":"b","DOI":"10.1000/b1", "title": "cut emoji \ud83d"},
+{"id":"c","DOI":"10.1000/c1", "title": "pair \ud83d\ude00"}]"#,
+        );
+        result.expect("read to the end");
+        let all = entries(&items);
+        assert_eq!(all.len(), 3);
+        assert_eq!(all[1].title.as_deref(), Some("cut emoji \u{fffd}"));
+        assert_eq!(all[2].title.as_deref(), Some("pair \u{1f600}"));
+        let (items, result) = read_bytes(
+            b"[{\"id\": \"a\"}, {\"id\": \"b\"},\n {\"id\": \"c\",, }, {\"id\": \"d\"}]",
+        );
+        assert_eq!(entries(&items).len(), 2);
+        let message = result.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            message.starts_with("item 3 of the CSL-JSON file is damaged (")
+                && message
+                    .ends_with("the 2 item(s) before it were read, the rest of the file was not"),
+            "{message}"
+        );
+    }
+
+    /// Gleaner's own `export --format jsonl` read back failed at its second line, and a list
+    /// of `{"url": …}` lines too; Zotero's web API's `{"items": [...]}` was one empty item.
+    #[test]
+    fn json_lines_and_zotero_s_items_wrapper_are_items() {
+        let (items, result) = read_bytes(
+            b"{\"url\": \"https://example.com/a\"}\n{\"url\": \"https://example.com/b\"}\n\n",
+        );
+        result.expect("JSON Lines");
+        let urls: Vec<_> = entries(&items).iter().map(|e| e.url.clone()).collect();
+        assert_eq!(
+            urls,
+            [
+                Some("https://example.com/a".to_string()),
+                Some("https://example.com/b".to_string())
+            ]
+        );
+        let (items, result) = read_bytes(
+            br#"{"job_id":4,"url":"http://127.0.0.1:1/page1","title":"Page"}
+{"job_id":3,"url":"doi:10.1000/x3","doi":"10.1000/x3","title":"Third paper"}
+{"job_id":2,"url":"doi:10.1000/x2","doi":"10.1000/x2"}
+"#,
+        );
+        result.expect("Gleaner's JSON Lines");
+        let all = entries(&items);
+        assert_eq!(all.len(), 3);
+        assert_eq!(all[1].doi.as_deref(), Some("10.1000/x3"));
+        assert_eq!(all[1].title.as_deref(), Some("Third paper"));
+        // A damaged line ends the file there, naming it.
+        let (items, result) = read_bytes(b"{\"url\": \"https://a.example/\"}\n{\"url\": }\n");
+        assert_eq!(items.len(), 1);
+        let message = result.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            message.starts_with("item 2 of the CSL-JSON file is damaged"),
+            "{message}"
+        );
+        let (items, result) = read_bytes(
+            br#"{"items":[{"id":"12047273/KC6WFG78","type":"webpage","title":"Zotero","URL":"https://www.zotero.org/support/"},{"id":"x","DOI":"10.1000/q"}]}"#,
+        );
+        result.expect("the web API's answer");
+        let all = entries(&items);
+        assert_eq!(all.len(), 2);
+        assert_eq!(
+            all[0].url.as_deref(),
+            Some("https://www.zotero.org/support/")
+        );
+        assert_eq!(all[1].doi.as_deref(), Some("10.1000/q"));
+    }
+
+    /// Zotero's ids are URIs or `library/item`, or numbers: none is a key a paper cites, and
+    /// an export kept them as keys for good. CSL's own `citation-key` is the key.
+    #[test]
+    fn only_an_id_that_can_be_a_citation_key_is_one() {
+        let key = |json: &str| one(json).key;
+        assert_eq!(
+            key(
+                r#"{"id": "http://zotero.org/users/local/aBcD1234/items/QWERTY12", "DOI": "10.1/a"}"#
+            ),
+            None
+        );
+        assert_eq!(key(r#"{"id": "12047273/KC6WFG78", "DOI": "10.1/a"}"#), None);
+        assert_eq!(key(r#"{"id": 7, "DOI": "10.1/a"}"#), None);
+        assert_eq!(
+            key(r#"{"id": "doe2020", "DOI": "10.1/a"}"#).as_deref(),
+            Some("doe2020")
+        );
+        assert_eq!(
+            key(r#"{"id": "http://zotero.org/x/items/Q", "citation-key": "Doe:2020", "DOI": "10.1/a"}"#)
+                .as_deref(),
+            Some("Doe:2020")
+        );
+    }
+
+    #[test]
+    fn an_item_keeps_its_type() {
+        let kind = |t: &str| one(&format!(r#"{{"type": "{t}", "DOI": "10.1/a"}}"#)).kind;
+        assert_eq!(
+            kind("paper-conference").as_deref(),
+            Some("paper-conference")
+        );
+        assert_eq!(kind("chapter").as_deref(), Some("chapter"));
+        assert_eq!(kind("article"), None, "CSL's article is no journal's");
+        assert_eq!(kind("webpage"), None);
     }
 
     #[test]

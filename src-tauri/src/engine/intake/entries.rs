@@ -60,6 +60,7 @@ fn entry_found(entry: Entry, source: EntrySource) -> Found {
             EntrySource::Bookmarks => None,
         },
         container_title: entry.container_title,
+        entry_type: entry.kind,
         tags: entry.tags,
         ..Reference::default()
     });

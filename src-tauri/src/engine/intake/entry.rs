@@ -29,6 +29,9 @@ pub struct Entry {
     pub container_title: Option<String>,
     /// BibTeX `keywords`, RIS `KW`, CSL `keyword`, a bookmark's folder path.
     pub tags: Vec<String>,
+    /// What kind of work, as CSL names it ([`crate::engine::intake::reference_file::csl_type`]):
+    /// `paper-conference`, `chapter`…; `None` when the file does not say or says "misc".
+    pub kind: Option<String>,
 }
 
 /// What reading a reference file or a bookmark export gave, item by item, in file order.

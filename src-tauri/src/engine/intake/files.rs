@@ -7,6 +7,7 @@ use std::io::{BufReader, Cursor, Read};
 use super::bookmarks::firefox_json::{self, FirefoxBackupError};
 use super::bookmarks::{self, Bookmarks, BookmarksError};
 use super::entries::{self, EntrySource};
+use super::web_page;
 use super::{
     CHUNK, Found, HEAD_BYTES, Lines, ReferenceFileError, ReferenceFormat, looks_binary, utf16,
 };
@@ -19,6 +20,8 @@ pub enum FileKind {
     /// Firefox's JSON backup of its bookmarks.
     FirefoxBackup,
     References(ReferenceFormat),
+    /// A saved web page that is no bookmark export.
+    WebPage,
 }
 
 impl FileKind {
@@ -32,6 +35,7 @@ impl FileKind {
             FileKind::References(ReferenceFormat::Ris) => "a RIS file",
             FileKind::References(ReferenceFormat::CslJson) => "a CSL-JSON file",
             FileKind::References(ReferenceFormat::Medline) => "a MEDLINE file",
+            FileKind::WebPage => "a saved web page",
         }
     }
 }
@@ -49,8 +53,16 @@ pub fn kind_of(name: Option<&str>, head: &[u8]) -> FileKind {
     }
     match super::detect(name, head) {
         Some(format) => FileKind::References(format),
+        None if web_page::is_web_page(name, &text) => FileKind::WebPage,
         None => FileKind::Text,
     }
+}
+
+/// What pasted text (the window's box, one `gleaner add` argument) holds, told by its start as
+/// a file's is: a BibTeX entry copied from Google Scholar is read as BibTeX, not scanned as
+/// lines of text.
+pub fn pasted_kind(text: &str) -> FileKind {
+    kind_of(None, &text.as_bytes()[..text.len().min(HEAD_BYTES)])
 }
 
 /// Why a file could not be read to its end. What was read before it was handed over.
@@ -150,6 +162,9 @@ fn read_after<R: Read, E>(
             called_back(&mut found, &mut give, EntrySource::Bookmarks, |on_item| {
                 firefox_json::read_firefox_backup(input, on_item).map_err(FileError::from)
             })?;
+        }
+        FileKind::WebPage => {
+            found.extend(web_page::read_web_page(input).map_err(FileError::Read)?);
         }
         FileKind::References(format) => {
             called_back(&mut found, &mut give, EntrySource::References, |on_item| {

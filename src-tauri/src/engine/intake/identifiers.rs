@@ -53,7 +53,9 @@ impl Identifier {
     pub fn key(&self) -> String {
         match self {
             Identifier::Doi(d) => format!("doi:{}", d.to_lowercase()),
-            Identifier::Arxiv(a) => format!("arxiv:{}", without_version(a).to_lowercase()),
+            Identifier::Arxiv(a) => {
+                format!("arxiv:{}", without_class(without_version(a)).to_lowercase())
+            }
             Identifier::Pmid(p) => format!("pmid:{p}"),
             Identifier::Pmcid(p) => format!("pmcid:{}", p.to_ascii_uppercase()),
         }
@@ -111,6 +113,18 @@ fn doi_path(doi: &str) -> String {
         }
     }
     out
+}
+
+/// An old-style arXiv id without its subject class: `math.GT/0309136` is `math/0309136`, one
+/// paper (arXiv numbers them per archive), which were two jobs.
+fn without_class(id: &str) -> std::borrow::Cow<'_, str> {
+    match id.split_once('/') {
+        Some((archive, number)) if archive.contains('.') => {
+            let base = archive.split('.').next().unwrap_or(archive);
+            format!("{base}/{number}").into()
+        }
+        _ => id.into(),
+    }
 }
 
 fn without_version(id: &str) -> &str {
@@ -408,7 +422,21 @@ fn resolver_path_doi(url: &Url) -> Option<String> {
 /// The DOI of a field that holds one as files and pages write it: bare, `doi:…`, or a resolver
 /// link.
 pub fn doi_in_field(field: &str) -> Option<String> {
-    let f = field.trim();
+    // Sentence punctuation a field was typed with (`https://doi.org/10.1000/abc.`) is no DOI's.
+    let f = field.trim().trim_end_matches(['.', ',', ';', ':']);
+    // A resolver's link without its scheme, as it is often copied: `doi.org/10.1000/abc`.
+    let lower = f.get(..11).unwrap_or(f).to_ascii_lowercase();
+    let linked;
+    let f = match ["doi.org/", "dx.doi.org/", "www.doi.org/"]
+        .iter()
+        .any(|p| lower.starts_with(p))
+    {
+        true => {
+            linked = format!("https://{f}");
+            linked.as_str()
+        }
+        false => f,
+    };
     if let Ok(url) = Url::parse(f)
         && matches!(url.scheme(), "http" | "https")
     {
@@ -615,6 +643,30 @@ mod tests {
             ["doi:10.1038/nature12373"]
         );
         assert_eq!(ids("arxiv.org/pdf/1706.03762.pdf"), ["arxiv:1706.03762"]);
+    }
+
+    /// One old-style paper with and without its subject class was two jobs; a DOI field
+    /// holding a resolver's link without its scheme, or with a full stop after it, was "not a
+    /// DOI".
+    #[test]
+    fn an_arxiv_class_is_no_part_of_the_key_and_doi_fields_as_typed() {
+        let key = |line: &str| in_text(line)[0].id.key();
+        assert_eq!(key("arXiv:math.GT/0309136"), key("arXiv:math/0309136"));
+        assert_eq!(key("arXiv:math.GT/0309136v2"), "arxiv:math/0309136");
+        assert_eq!(key("arXiv:1706.03762v1"), "arxiv:1706.03762");
+        assert_eq!(
+            doi_in_field("doi.org/10.1000/abc2").as_deref(),
+            Some("10.1000/abc2")
+        );
+        assert_eq!(
+            doi_in_field("https://doi.org/10.1000/abc3.").as_deref(),
+            Some("10.1000/abc3")
+        );
+        assert_eq!(
+            doi_in_field("DX.DOI.org/10.1000/abc4").as_deref(),
+            Some("10.1000/abc4")
+        );
+        assert_eq!(doi_in_field("example.org/10.1000/abc5"), None);
     }
 
     #[test]

@@ -20,11 +20,13 @@ pub mod entries;
 mod entry;
 pub mod files;
 pub mod identifiers;
+mod json_escapes;
 pub mod line_reader;
 pub mod medline;
 pub mod reference_file;
 pub mod ris;
 mod utf16;
+pub mod web_page;
 
 pub use entry::{Entry, Item};
 pub use identifiers::Identifier;
@@ -175,6 +177,8 @@ pub struct Lines<R> {
     reader: R,
     /// What a cut long line left over, the start of the next one.
     carry: Vec<u8>,
+    /// The last line ended at a `\r` that ended the buffer: a `\n` next is part of its break.
+    after_cr: bool,
 }
 
 /// What [`text_lines`] reads through: the start it looked at, then the rest.
@@ -195,6 +199,7 @@ pub fn text_lines<R: Read>(mut reader: R) -> Result<Lines<InputReader<R>>, Intak
     Ok(Lines {
         reader: BufReader::with_capacity(HEAD_BYTES, Cursor::new(head).chain(reader)),
         carry: Vec::new(),
+        after_cr: false,
     })
 }
 
@@ -204,10 +209,13 @@ impl<R: BufRead> Lines<R> {
         Self {
             reader,
             carry: Vec::new(),
+            after_cr: false,
         }
     }
 
-    /// The next line without its line break, or `None` at the end.
+    /// The next line without its line break, or `None` at the end. A line ends at `\n`,
+    /// `\r\n`, or a `\r` alone (classic Mac OS, some EndNote exports), which lost every record
+    /// of a file as one long line.
     pub fn next_line(&mut self) -> std::io::Result<Option<String>> {
         let mut line = std::mem::take(&mut self.carry);
         loop {
@@ -216,13 +224,25 @@ impl<R: BufRead> Lines<R> {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             };
+            if std::mem::take(&mut self.after_cr) && avail.first() == Some(&b'\n') {
+                self.reader.consume(1);
+                continue;
+            }
             if avail.is_empty() {
                 return Ok((!line.is_empty()).then(|| decode_line(line)));
             }
             let room = &avail[..avail.len().min(MAX_LINE_BYTES - line.len())];
-            if let Some(end) = room.iter().position(|&b| b == b'\n') {
+            if let Some(end) = room.iter().position(|&b| b == b'\n' || b == b'\r') {
                 line.extend_from_slice(&room[..end]);
-                self.reader.consume(end + 1);
+                let taken = match (room[end], avail.get(end + 1)) {
+                    (b'\r', Some(b'\n')) => end + 2,
+                    (b'\r', None) => {
+                        self.after_cr = true;
+                        end + 1
+                    }
+                    _ => end + 1,
+                };
+                self.reader.consume(taken);
                 return Ok(Some(decode_line(line)));
             }
             let taken = room.len();
@@ -342,6 +362,17 @@ impl<'a> Intake<'a> {
             return Ok(Vec::new());
         }
         let results = self.enqueue_jobs(&jobs)?;
+        // The key a reference file gives a work queued before without one is the one exported.
+        for (job, result) in jobs.iter().zip(&results) {
+            if let (Enqueued::Duplicate { id, .. }, Some(key)) = (
+                result,
+                job.reference
+                    .as_ref()
+                    .and_then(|r| r.citation_key.as_deref()),
+            ) {
+                crate::engine::tags::adopt_citation_key(self.store, self.library, *id, key)?;
+            }
+        }
         if let Some(library) = self.library {
             for (job, result) in jobs.iter().zip(&results) {
                 let (Enqueued::Duplicate { id, .. }, Some(reference)) = (result, &job.reference)
@@ -393,11 +424,31 @@ impl<'a> Intake<'a> {
     }
 }
 
-/// Scan command-line arguments: each argument must hold at least one address.
+/// An argument that is a reference entry or bookmark export, read as its file would be; what
+/// stops the reading is said of its first line.
+fn read_pasted(arg: &str, out: &mut Vec<Found>) {
+    let read = files::read_file(None, arg.as_bytes(), Vec::new(), |chunk| {
+        out.append(chunk);
+        Ok::<(), std::convert::Infallible>(())
+    });
+    if let Err(files::Stopped::File(e)) = read {
+        out.push(Found::Rejected {
+            input: shown(arg.trim().lines().next().unwrap_or_default()),
+            reason: e.to_string(),
+        });
+    }
+}
+
+/// Scan command-line arguments: each argument must hold at least one address; one that is a
+/// reference entry (BibTeX, RIS, CSL-JSON, MEDLINE) is read as one.
 pub fn scan_args<S: AsRef<str>>(args: &[S]) -> Vec<Found> {
     let mut out = Vec::new();
     for arg in args {
         let arg = arg.as_ref();
+        if files::pasted_kind(arg) != files::FileKind::Text {
+            read_pasted(arg, &mut out);
+            continue;
+        }
         let mut found = scan_text(arg);
         if found.is_empty() {
             out.push(Found::Rejected {

@@ -385,6 +385,36 @@ pub(super) fn arxiv_in_text(text: &str) -> Option<String> {
 }
 
 /// Whether `text` is a PubMed id: one to eight digits.
+/// A work's type as CSL names it, from CSL (and Crossref's names for the same), BibTeX's entry
+/// type or RIS's `TY`: the kinds an export tells apart. A journal article is said too, so a
+/// resolver's answer can correct a file's type.
+pub fn csl_type(name: &str) -> Option<&'static str> {
+    Some(match name.trim().to_ascii_lowercase().as_str() {
+        "article-journal" | "journal-article" | "jour" | "ejour" => "article-journal",
+        "paper-conference"
+        | "proceedings-article"
+        | "inproceedings"
+        | "conference"
+        | "conf"
+        | "cpaper" => "paper-conference",
+        "chapter" | "book-chapter" | "book-section" | "incollection" | "inbook" | "chap" => {
+            "chapter"
+        }
+        "book" | "edited-book" | "monograph" | "ebook" | "edbook" => "book",
+        "thesis" | "dissertation" | "phdthesis" | "mastersthesis" | "thes" => "thesis",
+        "report" | "techreport" | "rprt" => "report",
+        _ => return None,
+    })
+}
+
+/// Whether a file's item id can be a citation key. Zotero's CSL-JSON ids are URIs
+/// (`http://zotero.org/users/local/…/items/QWERTY12`) or `library/item` (its web API's), and
+/// a RIS `ID` is often a database's record number: a paper cites none of them, and a key once
+/// exported is kept for good.
+pub fn is_key_like(id: &str) -> bool {
+    !id.contains('/') && !id.bytes().all(|b| b.is_ascii_digit())
+}
+
 pub(super) fn is_pmid(text: &str) -> bool {
     (1..=8).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_digit())
 }

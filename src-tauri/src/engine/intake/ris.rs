@@ -8,8 +8,8 @@ use std::io::BufRead;
 use super::entry::{Entry, Item};
 use super::line_reader::{LineFormat, LineReader};
 use super::reference_file::{
-    TaggedRecord, arxiv_in_text, is_arxiv_id, is_pmid, issued_from_ymd, pmcid_in_note,
-    pmid_in_note, ris_tag,
+    TaggedRecord, arxiv_in_text, csl_type, is_arxiv_id, is_key_like, is_pmid, issued_from_ymd,
+    pmcid_in_note, pmid_in_note, ris_tag,
 };
 
 /// Why a RIS file could not be read to its end.
@@ -69,7 +69,10 @@ impl Ris {
                         ),
                     );
                 }
-                self.open = Some(TaggedRecord::new(self.line, "ID"));
+                let mut open = TaggedRecord::new(self.line, "ID");
+                // Its type, which an export keeps (a `CONF` went out as a journal article).
+                open.push(tag, value);
+                self.open = Some(open);
             }
             "ER" => match self.open.take() {
                 Some(open) if open.overflow => {
@@ -151,7 +154,7 @@ fn entry_of(tags: &[(String, String)]) -> Entry {
             .map(|(_, v)| v.as_str())
     };
     let mut entry = Entry {
-        key: first(&["ID"]),
+        key: first(&["ID"]).filter(|k| is_key_like(k)),
         doi: first(&["DO"]),
         url: all(&["UR", "L1", "L2"])
             .flat_map(|v| v.split([';', ' ']))
@@ -168,6 +171,9 @@ fn entry_of(tags: &[(String, String)]) -> Entry {
             .filter_map(issued_from_ymd)
             .reduce(|best, d| if d.len() > best.len() { d } else { best }),
         container_title: first(&["JF", "T2", "JO", "JA"]),
+        kind: first(&["TY"])
+            .and_then(|t| csl_type(&t))
+            .map(str::to_string),
         ..Entry::default()
     };
     // One keyword a line; some exporters put several on one, between semicolons. A comma
@@ -261,6 +267,24 @@ mod tests {
     }
 
     #[test]
+    fn a_record_number_is_no_citation_key() {
+        let key = |id: &str| one(&format!("TY  - JOUR\nID  - {id}\nDO  - 10.1/a\nER  - \n")).key;
+        assert_eq!(key("12345"), None);
+        assert_eq!(key("lib/123"), None);
+        assert_eq!(key("smith2020").as_deref(), Some("smith2020"));
+    }
+
+    #[test]
+    fn a_record_keeps_its_type() {
+        let kind = |ty: &str| one(&format!("TY  - {ty}\nDO  - 10.1/a\nER  - \n")).kind;
+        assert_eq!(kind("CONF").as_deref(), Some("paper-conference"));
+        assert_eq!(kind("CPAPER").as_deref(), Some("paper-conference"));
+        assert_eq!(kind("CHAP").as_deref(), Some("chapter"));
+        assert_eq!(kind("JOUR").as_deref(), Some("article-journal"));
+        assert_eq!(kind("GEN"), None);
+    }
+
+    #[test]
     fn the_library_reads_in_file_order_with_malformed_records_named() {
         let items = read(LIBRARY);
         let names: Vec<String> = items
@@ -275,7 +299,7 @@ mod tests {
             names,
             [
                 "-",
-                "12",
+                "-",
                 "rejected line 47",
                 "rejected line 49",
                 "-",
@@ -335,6 +359,7 @@ mod tests {
                 issued: Some("2013-07-31".into()),
                 container_title: Some("Nature".into()),
                 tags: vec!["Nanoscale materials".into(), "Quantum physics".into()],
+                kind: Some("article-journal".into()),
             }
         );
     }
@@ -344,7 +369,10 @@ mod tests {
         let items = read(LIBRARY);
         let all = entries(&items);
         let endnote = all[1];
-        assert_eq!(endnote.key.as_deref(), Some("12"));
+        assert_eq!(
+            endnote.key, None,
+            "EndNote's record number is no citation key"
+        );
         assert_eq!(endnote.title.as_deref(), Some("Attention Is All You Need"));
         assert_eq!(
             endnote.authors,

@@ -280,6 +280,28 @@ fn every_argument_must_hold_an_address() {
     );
 }
 
+/// `gleaner add "<a BibTeX entry>"` is the entry, with its metadata, as `add --file -` reads
+/// it; it was a link per line that held one.
+#[test]
+fn an_argument_that_is_a_reference_entry_is_read_as_one() {
+    let entry = "@article{k2013,\n  title={T},\n  doi={10.1038/nature12373},\n  \
+                 url={https://www.nature.com/articles/nature12373}\n}\n";
+    let found = scan_args(&["https://ok.example/", entry]);
+    assert_eq!(
+        urls(&found),
+        vec!["https://ok.example/", "doi:10.1038/nature12373"]
+    );
+    let Found::Url { reference, .. } = &found[1] else {
+        panic!("{found:?}")
+    };
+    let key = reference.as_ref().and_then(|r| r.citation_key.as_deref());
+    assert_eq!(key, Some("k2013"));
+    // A damaged entry is one rejection, as in a file.
+    let found = scan_args(&["@article{x,\n title={never closed"]);
+    assert_eq!(rejected(&found).len(), 1, "{found:?}");
+    assert!(urls(&found).is_empty());
+}
+
 /// An argument that is one malformed link is named as typed, not as the part of it that
 /// looked like a link.
 #[test]
@@ -578,4 +600,28 @@ fn a_labelled_identifier_that_is_not_one_is_rejected_with_its_reason() {
     // A bare number says how to give a PubMed id.
     let reasons = rejected(&scan_text("31452104"));
     assert!(reasons[0].1.contains("write PMID:"), "{reasons:?}");
+}
+
+/// A file with classic Mac OS line ends (`\r` alone, some EndNote exports) was one long line:
+/// every record of a RIS file was lost. `\r\n` is one break however the buffer cuts it.
+#[test]
+fn a_lone_carriage_return_ends_a_line() {
+    let text = b"a\rb\r\nc\n\rd\r";
+    for capacity in [1, 2, 3, 4, 64] {
+        let mut lines = Lines::new(std::io::BufReader::with_capacity(capacity, &text[..]));
+        let mut got = Vec::new();
+        while let Some(line) = lines.next_line().expect("read") {
+            got.push(line);
+        }
+        assert_eq!(got, ["a", "b", "c", "", "d"], "buffer of {capacity}");
+    }
+    let ris = b"TY  - JOUR\rAU  - Smith, J.\rTI  - CR only\rDO  - 10.1000/cr1\rER  - \r\rTY  - JOUR\rTI  - Two\rDO  - 10.1000/cr2\rER  - \r";
+    let mut found = Vec::new();
+    let kind = files::read_file(Some("cr.ris"), &ris[..], Vec::new(), |chunk| {
+        found.append(chunk);
+        Ok::<(), std::convert::Infallible>(())
+    })
+    .expect("read");
+    assert_eq!(kind, files::FileKind::References(ReferenceFormat::Ris));
+    assert_eq!(urls(&found), ["doi:10.1000/cr1", "doi:10.1000/cr2"]);
 }

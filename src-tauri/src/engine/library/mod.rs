@@ -557,6 +557,9 @@ fn reference_fields(url: &str, fields: &Fields<'_>) -> Vec<(&'static str, String
     if let Some(v) = &r.container_title {
         out.push(("container_title", q(v)));
     }
+    if let Some(v) = &r.entry_type {
+        out.push(("entry_type", q(v)));
+    }
     if let Some(v) = &r.citation_key {
         out.push(("citation_key", q(v)));
     }

@@ -343,6 +343,7 @@ fn a_references_document_names_its_identifier_authors_and_tags() {
         authors: vec!["Kucsko, G.".into(), "Lukin, M. D.".into()],
         issued: Some("2013-07-31".into()),
         container_title: Some("Nature".into()),
+        entry_type: Some("article-journal".into()),
         tags: vec!["thesis".into(), "quantum \"sensing\"".into()],
         ..Reference::default()
     };
@@ -369,13 +370,14 @@ fn a_references_document_names_its_identifier_authors_and_tags() {
     assert_eq!(meta["issued"], "2013-07-31");
     assert_eq!(meta["container_title"], "Nature");
     assert_eq!(meta["citation_key"], "kucsko2013");
+    assert_eq!(meta["entry_type"], "article-journal");
     assert_eq!(meta["tags"][1], "quantum \"sensing\"");
     // A plain page has none of these keys.
     let plain = lib
         .save(&from("https://news.example/a"), &f, SaveOptions::default())
         .expect("save");
     let text = std::fs::read_to_string(&plain.path).expect("read");
-    for key in ["doi:", "authors:", "tags:", "citation_key:"] {
+    for key in ["doi:", "authors:", "tags:", "citation_key:", "entry_type:"] {
         assert!(!text.contains(key), "{key} in {text}");
     }
 }

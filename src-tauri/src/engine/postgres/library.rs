@@ -453,6 +453,47 @@ pub(super) async fn citation_keys(db: &Db) -> Result<Vec<(i64, String)>> {
     Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }
 
+pub(super) async fn adopt_citation_key(db: &Db, job_id: i64, key: &str) -> Result<bool> {
+    transaction!(db, |tx| {
+        // Metadata that is not an object is left as it is, as in SQLite.
+        let changed = tx
+            .exec(
+                "UPDATE jobs SET meta = coalesce(meta, '{}'::jsonb) \
+                     || jsonb_build_object('citation_key', $2::text) \
+                 WHERE id = $1 AND status <> 'running' \
+                   AND (meta IS NULL OR jsonb_typeof(meta) = 'object' \
+                        AND coalesce(jsonb_typeof(meta -> 'citation_key'), 'null') = 'null') \
+                   AND NOT EXISTS (SELECT 1 FROM citation_keys WHERE job_id = $1)",
+                &[&job_id, &key],
+            )
+            .await?;
+        if changed == 0 {
+            false
+        } else {
+            // The lab's copy of the document too, which other members export.
+            let stored = tx
+                .query_rows(
+                    "SELECT content FROM documents WHERE job_id = $1 FOR UPDATE",
+                    &[&job_id],
+                )
+                .await?;
+            if let Some(content) = stored.first().map(|r| r.get::<_, Vec<u8>>(0))
+                && let Some(keyed) = crate::engine::tags::with_citation_key_line(
+                    &String::from_utf8_lossy(&content),
+                    key,
+                )
+            {
+                tx.exec(
+                    "UPDATE documents SET content = $2 WHERE job_id = $1",
+                    &[&job_id, &keyed.into_bytes()],
+                )
+                .await?;
+            }
+            true
+        }
+    })
+}
+
 /// A key of a job deleted meanwhile is not kept (its row is gone).
 pub(super) async fn keep_citation_keys(db: &Db, keys: &[(i64, String)]) -> Result<usize> {
     transaction!(db, |tx| {

@@ -300,6 +300,10 @@ impl Queue for PgStore {
         self.block(|| library::keep_citation_keys(&self.db, keys))
     }
 
+    fn adopt_citation_key(&self, job_id: i64, key: &str) -> Result<bool> {
+        self.block(|| library::adopt_citation_key(&self.db, job_id, key))
+    }
+
     fn set_tags(&self, job_id: i64, tags: &[String]) -> Result<Option<Vec<String>>> {
         self.block(|| library::set_tags(&self.db, job_id, tags))
     }

@@ -263,6 +263,11 @@ pub trait Queue: Send + Sync + std::fmt::Debug {
     /// already, or a key another job has (without regard to case), is left as it is. How many
     /// were kept: fewer than given when another export gave keys at the same time.
     fn keep_citation_keys(&self, keys: &[(i64, String)]) -> Result<usize>;
+    /// The citation key a reference file brings for a job queued before without one (the
+    /// imported key is the one exported): kept in the job's metadata, and in the lab's copy of
+    /// its document, unless the job has a key already, an export gave it one, or it is being
+    /// fetched. Whether it was kept.
+    fn adopt_citation_key(&self, job_id: i64, key: &str) -> Result<bool>;
 
     // Tags.
 

@@ -343,6 +343,10 @@ pub struct Reference {
     pub issued: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_title: Option<String>,
+    /// What kind of work, as CSL names it (`paper-conference`, `chapter`…), from the file's
+    /// entry type or the resolver's CSL-JSON, so an export keeps a proceedings paper one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry_type: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
     /// The abstract, as plain text: from CSL-JSON metadata or the landing page, kept when the

@@ -198,6 +198,10 @@ impl Queue for Store {
         Store::keep_citation_keys(self, keys)
     }
 
+    fn adopt_citation_key(&self, job_id: i64, key: &str) -> Result<bool> {
+        Store::adopt_citation_key(self, job_id, key)
+    }
+
     fn set_tags(&self, job_id: i64, tags: &[String]) -> Result<Option<Vec<String>>> {
         Store::set_tags(self, job_id, tags)
     }

@@ -52,6 +52,7 @@ pub fn csl_reference(entry: Option<&Reference>, fetched: &Fetched) -> Option<Ref
         },
         issued: csl.issued.or(entry.issued),
         container_title: csl.container_title.or(entry.container_title),
+        entry_type: csl.kind.or(entry.entry_type),
         tags: entry.tags,
         abstract_text: abstract_text.or(entry.abstract_text),
         ..entry
@@ -746,5 +747,21 @@ mod tests {
         assert_eq!(r.citation_key.as_deref(), Some("kucsko2013"));
         assert_eq!(r.tags, ["thesis"]);
         assert!(csl_reference(None, &fetched("<html>landing</html>")).is_none());
+    }
+
+    /// The resolver's type is the work's (a chapter went out as a journal article); a file's
+    /// type stays when the resolver says none the export tells apart.
+    #[test]
+    fn the_resolver_s_type_is_kept_over_the_file_s() {
+        let entry = Reference {
+            entry_type: Some("paper-conference".into()),
+            ..Reference::default()
+        };
+        let chapter = r#"{"type": "book-chapter", "DOI": "10.1007/chap1", "title": "A chapter"}"#;
+        let r = csl_reference(Some(&entry), &fetched(chapter)).expect("CSL-JSON");
+        assert_eq!(r.entry_type.as_deref(), Some("chapter"));
+        let other = r#"{"type": "posted-content", "DOI": "10.1007/x", "title": "X"}"#;
+        let r = csl_reference(Some(&entry), &fetched(other)).expect("CSL-JSON");
+        assert_eq!(r.entry_type.as_deref(), Some("paper-conference"));
     }
 }

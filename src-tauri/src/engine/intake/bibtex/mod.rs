@@ -20,8 +20,8 @@ use std::io::BufRead;
 use super::entry::{Entry, Item};
 use super::line_reader::{LineFormat, LineReader};
 use super::reference_file::{
-    arxiv_in_text, bibtex_entry_start, entry_name, is_arxiv_id, is_pmid, issued_from_parts,
-    issued_from_ymd, month_number, split_keywords, year_in,
+    arxiv_in_text, bibtex_entry_start, csl_type, entry_name, is_arxiv_id, is_pmid,
+    issued_from_parts, issued_from_ymd, month_number, split_keywords, year_in,
 };
 use parse::{Block, block_kind, key_of, parse_block};
 use tex::{to_text, verbatim};
@@ -289,7 +289,16 @@ impl Bibtex {
                 }
             }
             Ok(Block::Entry { key, fields }) => {
-                self.ready.push_back(Item::Entry(entry_of(key, &fields)));
+                // BibTeX's `@article` is a journal's; CSL's `article` is not.
+                let kind = match open.kind.as_str() {
+                    "article" => Some("article-journal"),
+                    other => csl_type(other),
+                };
+                let entry = Entry {
+                    kind: kind.map(str::to_string),
+                    ..entry_of(key, &fields)
+                };
+                self.ready.push_back(Item::Entry(entry));
             }
             Err(e) => {
                 let line = open.line
@@ -345,7 +354,13 @@ fn entry_of(key: Option<String>, fields: &[(String, String)]) -> Entry {
         doi: literal("doi"),
         pmid: literal("pmid").filter(|p| is_pmid(p)),
         pmcid: literal("pmcid"),
-        url: literal("url").or_else(|| get("howpublished").and_then(url_in)),
+        // Mendeley writes every link in one field (`{https://a/x https://b/y}`): the first.
+        url: literal("url")
+            .map(|u| match u.contains(char::is_whitespace) {
+                true => url_in(&u).unwrap_or(u),
+                false => u,
+            })
+            .or_else(|| get("howpublished").and_then(url_in)),
         title: plain("title"),
         authors: get("author").map(names::authors).unwrap_or_default(),
         container_title: plain("journaltitle")

@@ -100,6 +100,19 @@ impl Parser<'_> {
         }
     }
 
+    /// Whitespace and `%` comments to their line's end, between an entry's fields (biber and
+    /// many hand-kept files comment a field out that way).
+    fn skip_gap(&mut self) {
+        loop {
+            self.skip_ws();
+            if self.peek() != Some(b'%') {
+                return;
+            }
+            let rest = self.text.get(self.pos..).unwrap_or("");
+            self.pos += rest.find('\n').unwrap_or(rest.len());
+        }
+    }
+
     /// What is at the cursor, for an error message: a character, or the end.
     fn found(&self) -> String {
         match self.text.get(self.pos..).and_then(|r| r.chars().next()) {
@@ -205,10 +218,10 @@ impl Parser<'_> {
         }
         let mut fields: Vec<(String, String)> = Vec::new();
         loop {
-            self.skip_ws();
+            self.skip_gap();
             while self.peek() == Some(b',') {
                 self.pos += 1;
-                self.skip_ws();
+                self.skip_gap();
             }
             match self.peek() {
                 Some(b) if b == close => break,
@@ -228,7 +241,7 @@ impl Parser<'_> {
             }
             self.pos += 1;
             let value = self.value(&name)?;
-            self.skip_ws();
+            self.skip_gap();
             match self.peek() {
                 Some(b',') => self.pos += 1,
                 Some(b) if b == close => {}

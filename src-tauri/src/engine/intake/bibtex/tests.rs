@@ -118,6 +118,7 @@ fn a_biblatex_entry_maps_every_field() {
             ]),
             issued: Some("2013-07-31".into()),
             container_title: Some("Nature".into()),
+            kind: Some("article-journal".into()),
             tags: strings(&[
                 "nanoscale thermometry",
                 "nitrogen-vacancy centres",
@@ -556,4 +557,32 @@ fn a_pmc_id_is_read_as_gleaners_own_export_writes_it() {
     assert_eq!(e.pmcid.as_deref(), Some("PMC6738312"));
     let e = one("@article{k, title = {A paper}, pmcid = {PMC6738312}}");
     assert_eq!(e.pmcid.as_deref(), Some("PMC6738312"));
+}
+
+/// A field commented out with `%` between the others was "expected a field name, found `%`";
+/// Mendeley's `url` holding every link was queued as one bogus address.
+#[test]
+fn comment_lines_between_fields_and_a_url_field_of_several_links() {
+    let e = one(
+        "@article{k,\n  title = {T},\n  % note = {left out},\n  %% another\n  doi = {10.1000/c1} % trailing\n}\n",
+    );
+    assert_eq!(e.doi.as_deref(), Some("10.1000/c1"));
+    assert_eq!(e.title.as_deref(), Some("T"));
+    let e = one("@article{m, url = {https://a.example/x https://b.example/y}}\n");
+    assert_eq!(e.url.as_deref(), Some("https://a.example/x"));
+    // A `%` inside a value is text.
+    let e = one("@misc{p, title = {50% more}, url = {https://a.example/50%25}}\n");
+    assert_eq!(e.title.as_deref(), Some("50% more"));
+    assert_eq!(e.url.as_deref(), Some("https://a.example/50%25"));
+}
+
+/// `@inproceedings` and `@incollection` went out as journal articles: the type was dropped.
+#[test]
+fn an_entry_keeps_its_type() {
+    let kind = |t: &str| one(&format!("@{t}{{k, doi = {{10.1/a}}}}\n")).kind;
+    assert_eq!(kind("inproceedings").as_deref(), Some("paper-conference"));
+    assert_eq!(kind("Conference").as_deref(), Some("paper-conference"));
+    assert_eq!(kind("incollection").as_deref(), Some("chapter"));
+    assert_eq!(kind("article").as_deref(), Some("article-journal"));
+    assert_eq!(kind("misc"), None);
 }

@@ -9,12 +9,19 @@ use std::io::Read;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::{Anchor, Item, item, tags_of};
+use crate::engine::intake::json_escapes::LoneSurrogates;
 
 /// Why a bookmark backup could not be read to its end.
 #[derive(Debug, thiserror::Error)]
 pub enum FirefoxBackupError {
-    #[error("could not read the Firefox bookmark backup: {0}")]
-    Json(#[from] serde_json::Error),
+    /// A damaged part ends the file there: JSON has no way to skip it.
+    #[error(
+        "could not read the Firefox bookmark backup after its first {read} bookmark(s): {source}"
+    )]
+    Json {
+        read: usize,
+        source: serde_json::Error,
+    },
 }
 
 /// Whether the start of a file is a Firefox bookmark backup: a JSON object whose first node
@@ -31,15 +38,20 @@ pub fn read_firefox_backup<R: Read>(
     input: R,
     on_item: &mut dyn FnMut(Item),
 ) -> Result<(), FirefoxBackupError> {
+    let input = LoneSurrogates::new(std::io::BufReader::new(input));
     let mut de = serde_json::Deserializer::from_reader(input);
+    let mut read = 0;
+    let mut count = |item: Item| {
+        read += 1;
+        on_item(item)
+    };
     let mut walk = Walk {
         folders: Vec::new(),
         in_tags: 0,
-        on_item,
+        on_item: &mut count,
     };
-    Node(&mut walk).deserialize(&mut de)?;
-    de.end()?;
-    Ok(())
+    let result = Node(&mut walk).deserialize(&mut de).and_then(|()| de.end());
+    result.map_err(|source| FirefoxBackupError::Json { read, source })
 }
 
 /// Where the reading is: the folders open, outermost first (`None` for one that is no tag).
@@ -235,8 +247,25 @@ mod tests {
         assert_eq!(items.len(), 3, "{items:?}");
         let e = result.expect_err("cut short").to_string();
         assert!(
-            e.starts_with("could not read the Firefox bookmark backup: "),
+            e.starts_with(
+                "could not read the Firefox bookmark backup after its first 3 bookmark(s): "
+            ),
             "{e}"
+        );
+    }
+
+    /// A title cut in the middle of an emoji, as Firefox (JavaScript) writes it: `\ud83d`
+    /// alone. It ended the backup there; it is U+FFFD, and the bookmarks after it are read.
+    #[test]
+    fn a_lone_surrogate_escape_is_a_replacement_character_not_the_end() {
+        let backup = r#"{"guid":"root________","title":"","root":"placesRoot","children":[{"guid":"toolbar_____","title":"toolbar","root":"toolbarFolder","children":[{"type":"text/x-moz-place","title":"A","uri":"https://example.com/a"},{"type":"text/x-moz-place","title":"cut \ud83d","uri":"https://example.com/b"},{"type":"text/x-moz-place","title":"C","uri":"https://example.com/c"}]}]}"#;
+        let (items, result) = read(backup);
+        result.expect("read to the end");
+        assert_eq!(items.len(), 3, "{items:?}");
+        assert!(
+            line(&items[1]).contains("cut \u{fffd}"),
+            "{}",
+            line(&items[1])
         );
     }
 

@@ -88,6 +88,35 @@ super::on_every_backend! {
         assert!(s.citation_keys().expect("keys").is_empty());
     }
 
+    fn a_citation_key_brought_later_is_kept_once_and_never_over_one_given(s) {
+        s.enqueue(
+            None,
+            &[tagged("https://a.example/1", &["x"]), job("https://a.example/2"),
+              job("https://a.example/3"), job("https://a.example/4")],
+            5,
+            0,
+        )
+        .expect("enqueue");
+        assert!(s.adopt_citation_key(1, "Mueller:2020").expect("adopt"));
+        let r = s.job(1).expect("job").expect("there").reference.expect("ref");
+        assert_eq!(r.citation_key.as_deref(), Some("Mueller:2020"));
+        assert_eq!((r.title.as_deref(), r.tags.as_slice()), (Some("Entry"), &strings(&["x"])[..]));
+        assert!(!s.adopt_citation_key(1, "other").expect("adopt"), "the first key stays");
+        // A plain link gets one too.
+        assert!(s.adopt_citation_key(2, "doe2020").expect("adopt"));
+        assert_eq!(
+            s.job(2).expect("job").expect("there").reference.expect("ref").citation_key.as_deref(),
+            Some("doe2020")
+        );
+        // A key an export gave out is never changed.
+        s.keep_citation_keys(&[(3, "smith2020".into())]).expect("keep");
+        assert!(!s.adopt_citation_key(3, "Smith:2020").expect("adopt"));
+        // A job being fetched is left to its fetch, and no job is no job.
+        let c = s.claim("w", 1, Duration::from_secs(60), 8).expect("claim").expect("job");
+        assert!(!s.adopt_citation_key(c.job_id, "late").expect("adopt"));
+        assert!(!s.adopt_citation_key(99, "none").expect("adopt"));
+    }
+
     fn a_step_keeps_the_tags_the_job_has_and_a_delete_takes_them(s) {
         s.enqueue(None, &[tagged("https://a.example/1", &["thesis"])], 5, 0)
             .expect("enqueue");
