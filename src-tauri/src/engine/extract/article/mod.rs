@@ -9,6 +9,7 @@ use dom_smoothie::{Config, ParsePolicy, Readability, ReadabilityError, TextMode}
 mod blocks;
 mod boilerplate;
 mod comments;
+mod layout;
 mod links;
 mod math;
 mod short_post;
@@ -61,6 +62,12 @@ pub(crate) fn read(
         }
         None => math::Formulas::default(),
     };
+    // A page laid out in a table may be read beyond Readability's cell (`layout.rs`).
+    let layout = if survey.cells {
+        layout::collect(&dom)
+    } else {
+        None
+    };
     let short = short_post::find(&dom, &survey.headings, base)
         .map(|post| (post, comments::comment_shingles(&dom)));
     drop(survey);
@@ -101,7 +108,19 @@ pub(crate) fn read(
         (Some(root), Some((post, comments))) if missed(root, &post, &comments, threshold) => {
             read_short_post(&post, links_base.as_ref(), &formulas)
         }
-        (Some(root), _) => clean_markdown(root, links_base.as_ref(), &formulas),
+        (Some(root), _) => {
+            let outside = layout.as_ref().and_then(|b| b.outside(&root.text()));
+            let markdown = clean_markdown(root, links_base.as_ref(), &formulas);
+            match outside {
+                Some((before, after)) => [
+                    layout::markdown(&before),
+                    markdown,
+                    layout::markdown(&after),
+                ]
+                .join("\n\n"),
+                None => markdown,
+            }
+        }
         (None, _) => String::new(),
     };
     Ok(Some(Article {
