@@ -3,8 +3,8 @@
 //! scored best. When that cell holds most of the text Readability kept but not most of the
 //! page's, the page is a document rather than an article: the other cells' running text
 //! (blocks of some length, mostly not links, outside the page's navigation, header, footer
-//! and the elements named as such) is read too, in its place before or after the cell
-//! (BENCHMARKS.md §12).
+//! and the elements named as such, and no copyright line) is read too, in its place before
+//! or after the cell (BENCHMARKS.md §12).
 
 use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -358,7 +358,7 @@ impl Blocks {
                 continue;
             }
             let text = block.text.split_whitespace().collect::<Vec<_>>().join(" ");
-            if !seen.insert(text.clone()) {
+            if is_copyright(&text) || !seen.insert(text.clone()) {
                 continue;
             }
             if i < first_inside {
@@ -407,6 +407,12 @@ fn runs(text: &str) -> impl Iterator<Item = u64> + '_ {
         }
         None
     })
+}
+
+/// A line of copyright: the site's, not its text.
+fn is_copyright(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    lower.contains('©') || lower.contains("copyright") || lower.contains("all rights reserved")
 }
 
 /// The runs' hashes are hashes already: the set takes them as they are.

@@ -517,7 +517,8 @@ fn table_layout_page(main_in_cell: bool) -> String {
          of the strong rooms for up to twelve people at a time.</td>\
          <td class=\"sidebar\">Advertise with us: our rates for banners and sponsored \
          newsletters are sent on request to any business in the county.</td>\
-         </tr></table></body></html>"
+         </tr></table><table><tr><td>© 2005 The County Archive Trust, a registered charity \
+         in England and Wales; all rights reserved.</td></tr></table></body></html>"
     )
 }
 
@@ -532,6 +533,7 @@ fn a_page_laid_out_in_a_table_keeps_the_text_of_its_other_cells() {
     assert_has(&text, "Schools and local history societies may book");
     assert_lacks(&text, "Advertise with us");
     assert_lacks(&text, "Home");
+    assert_lacks(&text, "registered charity");
     // In the page's order: the chosen cell comes first.
     let main = text.find("school board minutes").unwrap();
     assert!(main < text.find("The reading room").unwrap(), "{text}");
