@@ -133,8 +133,13 @@ pub(crate) fn read(
     }))
 }
 
-/// Whether Readability's container missed the short post: it holds the page's comments, or
-/// it is a weak choice elsewhere.
+/// At most this share of a container holding the post's title may be the post's, for the
+/// container to be a column of lists elsewhere ([`lists_only`]).
+const POST_SHARE: f64 = 0.2;
+
+/// Whether Readability's container missed the short post: it holds the page's comments, it
+/// is a weak choice elsewhere, or it is a column of lists and links (a sidebar's blurbs and
+/// categories) that is not the post.
 fn missed(
     root: &NodeRef,
     post: &short_post::ShortPost,
@@ -142,7 +147,28 @@ fn missed(
     threshold: usize,
 ) -> bool {
     let found = root.text();
-    text::share_in(&found, comments) >= COMMENTS_SHARE || post.missed_by(&found, threshold)
+    text::share_in(&found, comments) >= COMMENTS_SHARE
+        || post.missed_by(&found, threshold)
+        || (lists_only(root, threshold) && post.share_of(&found) < POST_SHARE)
+}
+
+/// Whether the text of `root` outside list items and links is short of Readability's
+/// `threshold` and under a fifth of it: no paragraph of its own.
+fn lists_only(root: &NodeRef, threshold: usize) -> bool {
+    let (mut prose, mut all) = (0, 0);
+    for t in root.descendants_it().filter(|n| n.is_text()) {
+        let n = t.text().chars().filter(|c| !c.is_whitespace()).count();
+        all += n;
+        if n > 0
+            && !t
+                .ancestors_it(None)
+                .take_while(|a| a.id != root.id)
+                .any(|a| walk::named(&a, &["li", "a", "script", "style"]))
+        {
+            prose += n;
+        }
+    }
+    prose < threshold && prose * 5 < all
 }
 
 fn clean_markdown(root: &NodeRef, base: Option<&url::Url>, formulas: &math::Formulas) -> String {

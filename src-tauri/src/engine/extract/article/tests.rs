@@ -548,3 +548,36 @@ fn an_article_outside_a_table_is_not_read_beyond_its_container() {
     assert_has(&text, "catalogued again this year");
     assert_lacks(&text, "The reading room opens at nine on weekdays");
 }
+
+/// A blog's short post (a title, a line and a picture) between two columns whose lists of
+/// blurbs Readability prefers; the banner, which also repeats a part of the title, links to
+/// the blog's folder.
+fn short_post_beside_lists() -> String {
+    let blurb = |name: &str| {
+        format!(
+            "<li><p><a href=\"https://style.example/{name}\"><img src=\"/{name}.jpg\"></a> \
+             {name}: the shop we visit every month, with new designers, fair prices, quick \
+             delivery and a kind word, whatever the weather and however long the queue.</p></li>"
+        )
+    };
+    let blurbs: String = ["Boots", "Scarves", "Hats", "Bags", "Rings"]
+        .iter()
+        .map(|n| blurb(n))
+        .collect();
+    format!(
+        "<html><head><title>Kingdom Of Style: Stud Love</title></head><body>\
+         <h1><a href=\"https://style.example/weblog/\">Kingdom Of Style</a></h1>\
+         <div id=\"alpha\"><ul>{blurbs}</ul></div>\
+         <div id=\"beta\"><div class=\"entry\"><h3>Stud Love</h3>\
+         <p>I heart you, shiny boots.</p><p><img src=\"https://style.example/studs.jpg\" \
+         alt=\"Studded boots\"></p><p>Queen Michelle</p></div></div></body></html>"
+    )
+}
+
+#[test]
+fn a_short_post_is_kept_instead_of_a_column_of_lists() {
+    let text = markdown(short_post_beside_lists().as_bytes(), "");
+    assert_has(&text, "I heart you, shiny boots.");
+    assert_has(&text, "Queen Michelle");
+    assert_lacks(&text, "the shop we visit every month");
+}
