@@ -535,8 +535,9 @@ fn a_page_laid_out_in_a_table_keeps_the_text_of_its_other_cells() {
     assert_lacks(&text, "Home");
     assert_lacks(&text, "registered charity");
     // In the page's order: the chosen cell comes first.
-    let main = text.find("school board minutes").unwrap();
-    assert!(main < text.find("The reading room").unwrap(), "{text}");
+    let main = text.find("school board minutes").expect("the chosen cell");
+    let other = text.find("The reading room").expect("the other cell");
+    assert!(main < other, "{text}");
 }
 
 #[test]
