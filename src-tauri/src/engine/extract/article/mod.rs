@@ -9,6 +9,7 @@ use dom_smoothie::{Config, ParsePolicy, Readability, ReadabilityError, TextMode}
 mod blocks;
 mod boilerplate;
 mod comments;
+mod layout;
 mod links;
 mod math;
 mod short_post;
@@ -61,6 +62,12 @@ pub(crate) fn read(
         }
         None => math::Formulas::default(),
     };
+    // A page laid out in a table may be read beyond Readability's cell (`layout.rs`).
+    let layout = if survey.cells {
+        layout::collect(&dom)
+    } else {
+        None
+    };
     let short = short_post::find(&dom, &survey.headings, base)
         .map(|post| (post, comments::comment_shingles(&dom)));
     drop(survey);
@@ -101,7 +108,19 @@ pub(crate) fn read(
         (Some(root), Some((post, comments))) if missed(root, &post, &comments, threshold) => {
             read_short_post(&post, links_base.as_ref(), &formulas)
         }
-        (Some(root), _) => clean_markdown(root, links_base.as_ref(), &formulas),
+        (Some(root), _) => {
+            let outside = layout.as_ref().and_then(|b| b.outside(&root.text()));
+            let markdown = clean_markdown(root, links_base.as_ref(), &formulas);
+            match outside {
+                Some((before, after)) => [
+                    layout::markdown(&before),
+                    markdown,
+                    layout::markdown(&after),
+                ]
+                .join("\n\n"),
+                None => markdown,
+            }
+        }
         (None, _) => String::new(),
     };
     Ok(Some(Article {
@@ -114,8 +133,13 @@ pub(crate) fn read(
     }))
 }
 
-/// Whether Readability's container missed the short post: it holds the page's comments, or
-/// it is a weak choice elsewhere.
+/// At most this share of a container holding the post's title may be the post's, for the
+/// container to be a column of lists elsewhere ([`lists_only`]).
+const POST_SHARE: f64 = 0.2;
+
+/// Whether Readability's container missed the short post: it holds the page's comments, it
+/// is a weak choice elsewhere, or it is a column of lists and links (a sidebar's blurbs and
+/// categories) that is not the post.
 fn missed(
     root: &NodeRef,
     post: &short_post::ShortPost,
@@ -123,7 +147,28 @@ fn missed(
     threshold: usize,
 ) -> bool {
     let found = root.text();
-    text::share_in(&found, comments) >= COMMENTS_SHARE || post.missed_by(&found, threshold)
+    text::share_in(&found, comments) >= COMMENTS_SHARE
+        || post.missed_by(&found, threshold)
+        || (lists_only(root, threshold) && post.share_of(&found) < POST_SHARE)
+}
+
+/// Whether the text of `root` outside list items and links is short of Readability's
+/// `threshold` and under a fifth of it: no paragraph of its own.
+fn lists_only(root: &NodeRef, threshold: usize) -> bool {
+    let (mut prose, mut all) = (0, 0);
+    for t in root.descendants_it().filter(|n| n.is_text()) {
+        let n = t.text().chars().filter(|c| !c.is_whitespace()).count();
+        all += n;
+        if n > 0
+            && !t
+                .ancestors_it(None)
+                .take_while(|a| a.id != root.id)
+                .any(|a| walk::named(&a, &["li", "a", "script", "style"]))
+        {
+            prose += n;
+        }
+    }
+    prose < threshold && prose * 5 < all
 }
 
 fn clean_markdown(root: &NodeRef, base: Option<&url::Url>, formulas: &math::Formulas) -> String {

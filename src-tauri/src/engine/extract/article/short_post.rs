@@ -75,8 +75,10 @@ fn links_home(heading: &NodeRef, page: Option<&url::Url>) -> bool {
 }
 
 /// The heading that names the article: its text is one of the title's parts. The site's
-/// name is a part too, but its heading links home; of the rest, the longest wins, then the
-/// highest rank. Headings in lists are other articles'.
+/// name is a part too, but its heading links home; of the rest, one that is not a link wins
+/// (a blog's banner may link to its folder, which a page of unknown address cannot tell
+/// from elsewhere), then the longest, then the highest rank. Headings in lists are other
+/// articles'.
 fn title_heading<'a>(
     dom: &Document,
     headings: &[(usize, NodeRef<'a>)],
@@ -86,22 +88,25 @@ fn title_heading<'a>(
     if parts.is_empty() {
         return None;
     }
-    // (squashed length, rank): the longest wins, then the highest rank, then the first.
-    let mut best: Option<(usize, usize, NodeRef<'a>)> = None;
+    // (links elsewhere, squashed length, rank): a heading that is no link wins (a linked one
+    // names another page: the site's front, or the post's own permalink), then the longest,
+    // then the highest rank, then the first.
+    let mut best: Option<(bool, usize, usize, NodeRef<'a>)> = None;
     for &(rank, h) in headings {
         let text = squash(&h.text());
-        if text.len() >= 6
-            && best
-                .as_ref()
-                .is_none_or(|(len, r, _)| text.len() > *len || (text.len() == *len && rank < *r))
-            && parts.contains(&text)
-            && !links_home(&h, page)
-            && !h.ancestors_it(None).any(|a| a.has_name("li"))
-        {
-            best = Some((text.len(), rank, h));
+        if text.len() < 6 || !parts.contains(&text) {
+            continue;
+        }
+        let links = h.descendants_it().any(|a| walk::named(&a, &["a"]));
+        let better = best.as_ref().is_none_or(|(l, len, r, _)| {
+            (!links && *l)
+                || (links == *l && (text.len() > *len || (text.len() == *len && rank < *r)))
+        });
+        if better && !links_home(&h, page) && !h.ancestors_it(None).any(|a| a.has_name("li")) {
+            best = Some((links, text.len(), rank, h));
         }
     }
-    best.map(|(_, _, h)| h)
+    best.map(|(_, _, _, h)| h)
 }
 
 /// The short post around the title's heading: its nearest container with more than the
@@ -136,6 +141,13 @@ pub(super) fn find(
 }
 
 impl ShortPost {
+    /// The share of `found`'s four-word runs that are the post's.
+    pub fn share_of(&self, found: &str) -> f64 {
+        let post = Document::fragment(self.html.as_str());
+        post.select("script, style, noscript").remove();
+        share_in(found, &shingles(&post.root().text()))
+    }
+
     /// Whether Readability's `found` text missed this post: it is short of Readability's own
     /// threshold (it is the best of weak attempts), shares nothing with the post, and is not
     /// much longer than the post.

@@ -482,3 +482,103 @@ students, which the department pays from the budget it was given this year.</p>
     assert_has(&text, "price = $a_b$");
     assert_lacks(&text, "gleanertex");
 }
+
+/// A page laid out in a table: a column of links, the cell Readability chooses, and a row of
+/// other cells with running text of their own; `main_in_cell` false puts the chosen text in a
+/// `<div>` instead, the other cells staying.
+fn table_layout_page(main_in_cell: bool) -> String {
+    let para = |topic: &str| {
+        format!(
+            "<p>The {topic} of the county archive has been catalogued again this year, and \
+             every box, map and ledger now carries a number that matches the new register, \
+             so that a reader who asks for one finds it on the shelf within the hour.</p>"
+        )
+    };
+    let main = [
+        para("parish collection"),
+        para("estate papers"),
+        para("school board minutes"),
+    ]
+    .concat();
+    let main = if main_in_cell {
+        format!(
+            "<table><tr><td><a href=\"/\">Home</a><br><a href=\"/visit\">Visit</a><br>\
+                 <a href=\"/search\">Search</a></td><td>{main}</td></tr></table>"
+        )
+    } else {
+        format!("<div id=\"main\"><div>{main}</div></div>")
+    };
+    format!(
+        "<html><head><title>The county archive</title></head><body>{main}\
+         <table><tr>\
+         <td><b>Opening hours.</b> The reading room opens at nine on weekdays and at ten on \
+         Saturdays; it is closed on Sundays and on public holidays.</td>\
+         <td><b>Group visits.</b> Schools and local history societies may book a guided tour \
+         of the strong rooms for up to twelve people at a time.</td>\
+         <td class=\"sidebar\">Advertise with us: our rates for banners and sponsored \
+         newsletters are sent on request to any business in the county.</td>\
+         </tr></table><table><tr><td>© 2005 The County Archive Trust, a registered charity \
+         in England and Wales; all rights reserved.</td></tr></table></body></html>"
+    )
+}
+
+#[test]
+fn a_page_laid_out_in_a_table_keeps_the_text_of_its_other_cells() {
+    let text = markdown(
+        table_layout_page(true).as_bytes(),
+        "https://archive.example/about.html",
+    );
+    assert_has(&text, "catalogued again this year");
+    assert_has(&text, "The reading room opens at nine on weekdays");
+    assert_has(&text, "Schools and local history societies may book");
+    assert_lacks(&text, "Advertise with us");
+    assert_lacks(&text, "Home");
+    assert_lacks(&text, "registered charity");
+    // In the page's order: the chosen cell comes first.
+    let main = text.find("school board minutes").expect("the chosen cell");
+    let other = text.find("The reading room").expect("the other cell");
+    assert!(main < other, "{text}");
+}
+
+#[test]
+fn an_article_outside_a_table_is_not_read_beyond_its_container() {
+    let text = markdown(
+        table_layout_page(false).as_bytes(),
+        "https://archive.example/about.html",
+    );
+    assert_has(&text, "catalogued again this year");
+    assert_lacks(&text, "The reading room opens at nine on weekdays");
+}
+
+/// A blog's short post (a title, a line and a picture) between two columns whose lists of
+/// blurbs Readability prefers; the banner, which also repeats a part of the title, links to
+/// the blog's folder.
+fn short_post_beside_lists() -> String {
+    let blurb = |name: &str| {
+        format!(
+            "<li><p><a href=\"https://style.example/{name}\"><img src=\"/{name}.jpg\"></a> \
+             {name}: the shop we visit every month, with new designers, fair prices, quick \
+             delivery and a kind word, whatever the weather and however long the queue.</p></li>"
+        )
+    };
+    let blurbs: String = ["Boots", "Scarves", "Hats", "Bags", "Rings"]
+        .iter()
+        .map(|n| blurb(n))
+        .collect();
+    format!(
+        "<html><head><title>Kingdom Of Style: Stud Love</title></head><body>\
+         <h1><a href=\"https://style.example/weblog/\">Kingdom Of Style</a></h1>\
+         <div id=\"alpha\"><ul>{blurbs}</ul></div>\
+         <div id=\"beta\"><div class=\"entry\"><h3>Stud Love</h3>\
+         <p>I heart you, shiny boots.</p><p><img src=\"https://style.example/studs.jpg\" \
+         alt=\"Studded boots\"></p><p>Queen Michelle</p></div></div></body></html>"
+    )
+}
+
+#[test]
+fn a_short_post_is_kept_instead_of_a_column_of_lists() {
+    let text = markdown(short_post_beside_lists().as_bytes(), "");
+    assert_has(&text, "I heart you, shiny boots.");
+    assert_has(&text, "Queen Michelle");
+    assert_lacks(&text, "the shop we visit every month");
+}

@@ -26,6 +26,8 @@ pub(super) struct Survey<'a> {
     pub pres: Vec<NodeRef<'a>>,
     /// MathML's `<math>` elements.
     pub maths: Vec<NodeRef<'a>>,
+    /// Whether the body has a table cell.
+    pub cells: bool,
 }
 
 pub(super) fn survey<'a>(dom: &'a Document) -> Survey<'a> {
@@ -34,6 +36,7 @@ pub(super) fn survey<'a>(dom: &'a Document) -> Survey<'a> {
         tex_scripts: Vec::new(),
         pres: Vec::new(),
         maths: Vec::new(),
+        cells: false,
     };
     for node in part(dom, "body").iter().flat_map(elements) {
         let Some(name) = node.qual_name_ref() else {
@@ -45,6 +48,7 @@ pub(super) fn survey<'a>(dom: &'a Document) -> Survey<'a> {
             "h3" => survey.headings.push((2, node)),
             "pre" => survey.pres.push(node),
             "math" => survey.maths.push(node),
+            "td" => survey.cells = true,
             "script"
                 if node
                     .attr("type")
