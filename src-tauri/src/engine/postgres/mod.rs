@@ -11,7 +11,7 @@
 
 use std::future::Future;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{HookError, Manager, ManagerConfig, Pool, RecyclingMethod};
 
 use crate::engine::queue::{QueueError, Result};
 
@@ -123,7 +123,20 @@ impl PgStore {
                 recycling_method: RecyclingMethod::Fast,
             },
         );
+        let settings = connect::session_settings(&config);
         let pool = Pool::builder(manager)
+            .post_create(deadpool_postgres::Hook::async_fn(move |client, _| {
+                let settings = settings.clone();
+                Box::pin(async move {
+                    if !settings.is_empty() {
+                        client
+                            .batch_execute(&settings)
+                            .await
+                            .map_err(HookError::Backend)?;
+                    }
+                    Ok(())
+                })
+            }))
             .max_size(POOL_SIZE)
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .create_timeout(Some(connect::CONNECT_TIMEOUT))
