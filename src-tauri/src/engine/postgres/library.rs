@@ -130,14 +130,26 @@ pub(super) async fn index_in(tx: &impl Conn, job_id: i64, doc: &Indexed) -> Resu
     Ok(())
 }
 
-pub(super) async fn add_tags_in(tx: &impl Conn, job_id: i64, tags: &[String]) -> Result<()> {
-    for tag in tags {
-        tx.exec(
-            "INSERT INTO job_tags (tag, job_id, name) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-            &[&key(tag), &job_id, tag],
-        )
-        .await?;
+/// Tag each job with its tags, in one statement: an intake of 10,000 jobs is one round trip,
+/// not one per tag.
+pub(super) async fn add_tags_in(tx: &impl Conn, tagged: &[(i64, &[String])]) -> Result<()> {
+    let (mut keys, mut ids, mut names) = (Vec::new(), Vec::new(), Vec::new());
+    for (job_id, tags) in tagged {
+        for tag in tags.iter() {
+            keys.push(key(tag));
+            ids.push(*job_id);
+            names.push(tag.as_str());
+        }
     }
+    if keys.is_empty() {
+        return Ok(());
+    }
+    tx.exec(
+        "INSERT INTO job_tags (tag, job_id, name) \
+         SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[]) ON CONFLICT DO NOTHING",
+        &[&keys, &ids, &names],
+    )
+    .await?;
     Ok(())
 }
 
@@ -418,7 +430,7 @@ pub(super) async fn set_tags(db: &Db, job_id: i64, tags: &[String]) -> Result<Op
         } else {
             tx.exec("DELETE FROM job_tags WHERE job_id = $1", &[&job_id])
                 .await?;
-            add_tags_in(&tx, job_id, &tags).await?;
+            add_tags_in(&tx, &[(job_id, &tags)]).await?;
             // The lab's copy of the document too: other members export, read and pull that
             // one, and kept the tags it was fetched with.
             let stored = tx

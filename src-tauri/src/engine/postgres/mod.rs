@@ -189,7 +189,8 @@ impl PgStore {
     }
 
     /// As [`PgStore::block`], with no limit on the wait: work whose length grows with the
-    /// library (a reindex).
+    /// library (a reindex) or with what the user gave (an intake of 10,000 links). TCP
+    /// keepalives and `tcp_user_timeout` still find a peer that vanished.
     fn block_unlimited<T, F>(&self, make: impl Fn() -> F + Sync) -> Result<T>
     where
         T: Send,

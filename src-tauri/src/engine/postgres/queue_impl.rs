@@ -71,7 +71,7 @@ impl Queue for PgStore {
             },
         };
         Ok(self
-            .block(|| actions::enqueue(&self.db, joins, jobs, max_retries, now))?
+            .block_unlimited(|| actions::enqueue(&self.db, joins, jobs, max_retries, now))?
             .1)
     }
 
@@ -84,7 +84,7 @@ impl Queue for PgStore {
         now: Millis,
     ) -> Result<(Option<i64>, Vec<Enqueued>)> {
         let joins = Joins::New { name, source };
-        self.block(|| actions::enqueue(&self.db, joins, jobs, max_retries, now))
+        self.block_unlimited(|| actions::enqueue(&self.db, joins, jobs, max_retries, now))
     }
 
     fn step(
