@@ -19,6 +19,16 @@ pub(super) const WAIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// `tcp_user_timeout`, catches data sent and never acknowledged; this, a peer that
 /// acknowledges and never answers). Long enough for a 25 MiB PDF up a slow uplink.
 pub(super) const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
+/// The slowest uplink a step's upload is given time for (bytes a second): a step that sends
+/// documents may take [`ANSWER_TIMEOUT`] plus this long per byte, so a 25 MiB PDF has 7 min.
+const SLOWEST_UPLINK: u64 = 64 * 1024;
+
+/// How long a call that sends `bytes` may wait for the server: `base`, plus their time up the
+/// slowest uplink given time for.
+pub(super) fn upload_limit(base: Duration, bytes: u64) -> Duration {
+    base + Duration::from_secs(bytes / SLOWEST_UPLINK)
+}
+
 /// How long data sent may go unacknowledged before the connection counts as dropped.
 const TCP_USER_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a statement waits for a row another member holds (`lock_timeout`): a member
@@ -26,7 +36,8 @@ const TCP_USER_TIMEOUT: Duration = Duration::from_secs(30);
 /// this long at most, and the waiting step is tried again (`QueueError::is_retryable`).
 pub(super) const LOCK_TIMEOUT: &str = "5s";
 /// How long the server keeps a transaction whose member went silent in the middle of it
-/// (`idle_in_transaction_session_timeout`): its locks go with it.
+/// (`idle_in_transaction_session_timeout`): its locks go with it. A step that uploads raises
+/// it for its own transaction (the server counts a message still arriving as silence).
 pub(super) const IDLE_IN_TRANSACTION_TIMEOUT: &str = "60s";
 
 /// Whether `value` names a PostgreSQL database (rather than, say, a path).
