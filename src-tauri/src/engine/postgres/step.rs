@@ -257,6 +257,9 @@ async fn step_on(
     Ok((settled, claimed))
 }
 
+/// Rows locked are passed over: a step writing their outcome holds them (uploading, perhaps
+/// for minutes), and a heartbeat waiting on them renewed no lease meanwhile, so other members
+/// took this one's jobs back.
 pub(super) async fn refresh(
     db: &Db,
     owner: &str,
@@ -266,8 +269,9 @@ pub(super) async fn refresh(
     let client = db.client().await?;
     client
         .exec(
-            "UPDATE jobs SET lease_until = $2 \
-             WHERE id = ANY($3) AND status = 'running' AND lease_owner = $1",
+            "UPDATE jobs SET lease_until = $2 WHERE id IN (SELECT id FROM jobs \
+                 WHERE id = ANY($3) AND status = 'running' AND lease_owner = $1 \
+                 FOR UPDATE SKIP LOCKED)",
             &[&owner, &lease_until, &held],
         )
         .await
@@ -746,5 +750,67 @@ mod tests {
             "DO $$ BEGIN IF (SELECT length(content) FROM documents) <> 1500000 \
              THEN RAISE EXCEPTION 'the document is not in the database'; END IF; END $$",
         );
+    }
+
+    /// The heartbeat renews the leases it can while a step of the same member holds some of
+    /// its jobs' rows (writing their outcomes, an upload perhaps minutes long): it does not
+    /// wait on those rows, past the lock timeout and again, renewing nothing meanwhile.
+    #[test]
+    fn a_heartbeat_renews_the_other_leases_while_a_step_holds_some_rows() {
+        let url = fresh_database_url();
+        let store = PgStore::open(&url, "m").expect("open");
+        let jobs = [job("http://a.example/1"), job("http://b.example/1")];
+        store.enqueue(None, &jobs, 5, 0).expect("enqueue");
+        let lease = Duration::from_secs(60);
+        let first = store
+            .claim("w", 0, lease, 2)
+            .expect("claim")
+            .expect("a job");
+        let second = store
+            .claim("w", 0, lease, 2)
+            .expect("claim")
+            .expect("a job");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        // The step committing the first job's outcome, mid-upload.
+        let step = rt.block_on(async {
+            let (client, connection) = url
+                .parse::<tokio_postgres::Config>()
+                .expect("address")
+                .connect(tokio_postgres::NoTls)
+                .await
+                .expect("connect");
+            tokio::spawn(connection);
+            client
+                .batch_execute(&format!(
+                    "BEGIN; SELECT 1 FROM jobs WHERE id = {} FOR UPDATE",
+                    first.job_id
+                ))
+                .await
+                .expect("the step's lock");
+            client
+        });
+        let started = std::time::Instant::now();
+        let renewed = store
+            .refresh("w", &[first.job_id, second.job_id], 600_000)
+            .expect("refresh");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(renewed, 1);
+        crate::engine::postgres::testing::execute(
+            &url,
+            &format!(
+                "DO $$ BEGIN IF (SELECT lease_until FROM jobs WHERE id = {}) <> 600000 \
+                 THEN RAISE EXCEPTION 'the lease was not renewed'; END IF; END $$",
+                second.job_id
+            ),
+        );
+        rt.block_on(step.batch_execute("ROLLBACK"))
+            .expect("release");
     }
 }
