@@ -22,6 +22,11 @@ const SNIPPET_TOKENS: usize = 16;
 /// [`CLOSE`], with `…` where the text goes on: what FTS5's `snippet()` gives, made here
 /// because `ts_headline` drops the punctuation at a fragment's ends.
 fn snippet(body: &str, terms: &[Term]) -> String {
+    snippet_found(body, terms).0
+}
+
+/// As [`snippet`], and whether a word of `terms` is in `body`.
+fn snippet_found(body: &str, terms: &[Term]) -> (String, bool) {
     let tokens: Vec<(usize, usize)> = {
         let mut out = Vec::new();
         let mut start = None;
@@ -50,7 +55,8 @@ fn snippet(body: &str, terms: &[Term]) -> String {
             }
         })
     };
-    let first = tokens.iter().position(matches).unwrap_or(0);
+    let found = tokens.iter().position(matches);
+    let first = found.unwrap_or(0);
     let from = first.saturating_sub(SNIPPET_TOKENS / 4);
     let to = (from + SNIPPET_TOKENS).min(tokens.len());
     let from = to.saturating_sub(SNIPPET_TOKENS);
@@ -78,7 +84,7 @@ fn snippet(body: &str, terms: &[Term]) -> String {
     } else {
         out.push_str(&body[at..]);
     }
-    out
+    (out, found.is_some())
 }
 
 /// Write a job's document into the index and the Library list, replacing its older version.
@@ -181,23 +187,32 @@ fn listed_sql() -> String {
 /// per hit, on every key.
 const SNIPPET_WINDOW: usize = 16_384;
 const SNIPPET_BEFORE: usize = 2_000;
+/// How far into a text its snippet's match is looked for (characters), and what is read when
+/// the window around the first place a word appears as written holds no match of it: the
+/// indexed part, past which no match made the text a hit.
+const SNIPPET_SCAN: usize = INDEXED_BYTES;
 
 /// Ranked by `ts_rank` with weights title 1.0, authors 0.5, text 0.1 (as SQLite's BM25
 /// weights 10, 5, 1); each of the best hits comes with a window of its text around the first
-/// place one of the words `$6` appears (its start when none is found as written: an accent
-/// the query folded), for [`snippet`].
+/// place one of the words `$6` appears in its first [`SNIPPET_SCAN`] characters, or those
+/// characters when none does as written (an accent the query folded: "Müller" for
+/// "muller"), for [`snippet`].
 fn ranked_sql() -> String {
     format!(
         "WITH q AS (SELECT to_tsquery('simple', $1) AS q), \
          top AS (SELECT l.job_id, ts_rank('{{0.1, 0.2, 0.5, 1.0}}', l.tsv, q.q)::float8 AS score \
              FROM library l JOIN jobs j ON j.id = l.job_id, q \
-             WHERE l.tsv @@ q.q AND {FILTERS} ORDER BY score DESC, l.job_id DESC LIMIT $2) \
+             WHERE l.tsv @@ q.q AND {FILTERS} ORDER BY score DESC, l.job_id DESC LIMIT $2), \
+         placed AS (SELECT top.job_id, (SELECT min(nullif(strpos(lower(left(l.body, \
+                 {SNIPPET_SCAN})), w), 0)) FROM unnest($6::text[]) w) AS at \
+             FROM top JOIN library l ON l.job_id = top.job_id) \
          SELECT j.id, j.url, j.title, j.document, \
-             substr(l.body, greatest(1, coalesce((SELECT min(nullif(strpos(lower(l.body), w), 0)) \
-                 FROM unnest($6::text[]) w), 1) - {SNIPPET_BEFORE}), {SNIPPET_WINDOW}), \
+             CASE WHEN placed.at IS NULL THEN left(l.body, {SNIPPET_SCAN}) \
+                 ELSE substr(l.body, greatest(1, placed.at - {SNIPPET_BEFORE}), {SNIPPET_WINDOW}) END, \
              top.score, \
              {HIT_COLUMNS} \
          FROM top JOIN jobs j ON j.id = top.job_id JOIN library l ON l.job_id = top.job_id \
+             JOIN placed ON placed.job_id = top.job_id \
              LEFT JOIN batches b ON b.id = j.batch_id \
          ORDER BY top.score DESC, top.job_id DESC"
     )
@@ -270,14 +285,40 @@ pub(super) async fn library(db: &Db, q: &LibraryQuery) -> Result<Vec<Hit>> {
             &[&query, &limit, &host, &q.batch_id, &tags, &words],
         )
         .await?;
-    Ok(rows
-        .iter()
-        .map(|r| {
-            let mut hit = hit_from_row(r);
-            hit.snippet = marked(&snippet(&hit.snippet, &terms));
-            hit
-        })
-        .collect())
+    let mut hits: Vec<Hit> = rows.iter().map(hit_from_row).collect();
+    // A window placed on a word found inside another ("art" in "start") may not hold the
+    // match: those hits read the text's first characters, in one more round trip.
+    let mut missed = Vec::new();
+    for (i, hit) in hits.iter_mut().enumerate() {
+        let (text, found) = snippet_found(&hit.snippet, &terms);
+        if !found {
+            missed.push(i);
+        }
+        hit.snippet = text;
+    }
+    if !missed.is_empty() {
+        let ids: Vec<i64> = missed.iter().map(|&i| hits[i].job_id).collect();
+        let scanned: std::collections::HashMap<i64, String> = c
+            .query_rows(
+                &format!(
+                    "SELECT job_id, left(body, {SNIPPET_SCAN}) FROM library WHERE job_id = ANY($1)"
+                ),
+                &[&ids],
+            )
+            .await?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        for i in missed {
+            if let Some(body) = scanned.get(&hits[i].job_id) {
+                hits[i].snippet = snippet(body, &terms);
+            }
+        }
+    }
+    for hit in &mut hits {
+        hit.snippet = marked(&hit.snippet);
+    }
+    Ok(hits)
 }
 
 /// Rebuild the index of the documents indexed before migration 0009 from the text the
