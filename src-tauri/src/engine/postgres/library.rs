@@ -326,12 +326,18 @@ pub(super) async fn library(db: &Db, q: &LibraryQuery) -> Result<Vec<Hit>> {
 /// member is rebuilding are left to it.
 pub(super) async fn split_words(db: &Db) -> Result<u64> {
     let mut done = 0;
+    let mut total = None;
     loop {
         let n: Result<u64> = transaction!(db, |tx| {
+            // The indexed part only (characters, at least as many as its bytes): a library's
+            // long texts are kept whole and went over the wire whole for nothing.
             let rows = tx
                 .query_rows(
-                    "SELECT job_id, title, authors_line, body FROM library WHERE NOT words_split \
-                     ORDER BY job_id LIMIT 100 FOR UPDATE SKIP LOCKED",
+                    &format!(
+                        "SELECT job_id, title, authors_line, left(body, {INDEXED_BYTES}) \
+                         FROM library WHERE NOT words_split \
+                         ORDER BY job_id LIMIT 100 FOR UPDATE SKIP LOCKED"
+                    ),
                     &[],
                 )
                 .await?;
@@ -359,9 +365,28 @@ pub(super) async fn split_words(db: &Db) -> Result<u64> {
         if n == 0 {
             return Ok(done);
         }
+        let before = done;
         done += n;
+        if done / SPLIT_PROGRESS_EVERY > before / SPLIT_PROGRESS_EVERY {
+            // A long first open after the upgrade says what it is doing.
+            let total = match total {
+                Some(t) => t,
+                None => {
+                    let c = db.client().await?;
+                    let left: i64 = c
+                        .query_one("SELECT count(*) FROM library WHERE NOT words_split", &[])
+                        .await?
+                        .get(0);
+                    *total.insert(done + left as u64)
+                }
+            };
+            tracing::info!("search index: {done} of about {total} documents brought up to date");
+        }
     }
 }
+
+/// How many documents the rebuild at open brings up to date between two lines of the log.
+const SPLIT_PROGRESS_EVERY: u64 = 1_000;
 
 pub(super) async fn clear_index(db: &Db) -> Result<()> {
     transaction!(db, |tx| {
@@ -601,5 +626,59 @@ mod tests {
             .map(|h| h.job_id)
             .collect();
         assert_eq!(found, [id]);
+    }
+
+    /// What a subscriber of this thread writes, kept for the test to read.
+    #[derive(Clone, Default)]
+    struct Log(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Log {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("log").extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The rebuild at the first open after the upgrade says how far it has come, so a long
+    /// one is not a silent window, and reads each text's indexed part only.
+    #[test]
+    fn the_rebuild_at_open_logs_its_progress() {
+        let url = fresh_database_url();
+        let store = PgStore::open(&url, "m").expect("open");
+        let jobs: Vec<_> = (0..1_000)
+            .map(|i| crate::engine::sqlite::testing::job(&format!("https://a.example/{i}")))
+            .collect();
+        store.enqueue(None, &jobs, 5, 0).expect("enqueue");
+        drop(store);
+        // As migration 0009 found rows written before it, one text longer than is indexed.
+        execute(
+            &url,
+            "INSERT INTO library (job_id, title, authors_line, body, tsv) \
+             SELECT id, 'Transport', '', 'bedload/suspended', to_tsvector('simple', 'x') FROM jobs; \
+             UPDATE library SET words_split = false; \
+             UPDATE library SET body = body || repeat(' tail', 100000) \
+                 WHERE job_id = (SELECT min(job_id) FROM library)",
+        );
+        let log = Log::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_max_level(tracing::Level::INFO)
+            .finish();
+        let store = tracing::subscriber::with_default(subscriber, || {
+            PgStore::open(&url, "m").expect("reopen")
+        });
+        let text = String::from_utf8_lossy(&log.0.lock().expect("log")).into_owned();
+        assert!(text.contains("1000 of about 1000 documents"), "{text}");
+        drop(store);
+        execute(
+            &url,
+            "DO $$ BEGIN IF (SELECT count(*) FROM library WHERE words_split \
+                 AND tsv @@ to_tsquery('simple', 'suspended')) <> 1000 \
+             THEN RAISE EXCEPTION 'not rebuilt'; END IF; END $$",
+        );
     }
 }
