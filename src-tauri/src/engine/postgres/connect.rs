@@ -17,7 +17,7 @@ pub(super) const WAIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long one call of the store (a step, a read) may wait for the server: the backstop for
 /// a connection that is silent without being dropped (the kernel's limit,
 /// `tcp_user_timeout`, catches data sent and never acknowledged; this, a peer that
-/// acknowledges and never answers). Long enough for a 25 MiB PDF up a slow uplink.
+/// acknowledges and never answers). A step that uploads gets more ([`upload_limit`]).
 pub(super) const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
 /// The slowest uplink a step's upload is given time for (bytes a second): a step that sends
 /// documents may take [`ANSWER_TIMEOUT`] plus this long per byte, so a 25 MiB PDF has 7 min.
