@@ -141,19 +141,18 @@ pub(super) async fn enqueue(
         .await?;
         let mut queued_ids = std::collections::HashMap::new();
         let mut raced = Vec::new();
+        let mut tagged = Vec::new();
         for (&i, rows) in new.iter().zip(&inserted) {
             match rows.first() {
                 Some(row) => {
                     let id: i64 = row.get(0);
                     queued_ids.insert(i, id);
-                    let tags = &prepared[i].1;
-                    if !tags.is_empty() {
-                        add_tags_in(&tx, id, tags).await?;
-                    }
+                    tagged.push((id, prepared[i].1.as_slice()));
                 }
                 None => raced.push(jobs[i].url_key.as_str()),
             }
         }
+        add_tags_in(tx, &tagged).await?;
         if !raced.is_empty() {
             for r in tx
                 .query_rows(
@@ -484,5 +483,34 @@ mod tests {
             .enqueue(Some(batch), &jobs(3_000)[10..], 5, 0)
             .expect("large intake");
         assert_planner_knows(&url, 2_990);
+    }
+
+    /// An intake's length grows with its file (a 10,000-entry .bib from a member far from the
+    /// server): it is not cut off by the per-call limit and rolled back as if the server had
+    /// not answered, and its tags all arrive.
+    #[test]
+    fn a_large_tagged_intake_is_not_cut_off_by_the_answer_limit() {
+        let url = fresh_database_url();
+        let mut store = PgStore::open(&url, "m").expect("open");
+        store.set_answer_timeout(std::time::Duration::from_millis(20));
+        let tagged: Vec<NewJob> = jobs(2_000)
+            .into_iter()
+            .map(|mut j| {
+                j.reference = Some(Box::new(crate::engine::queue::Reference {
+                    tags: vec!["alpha".into(), "beta".into(), "gamma".into()],
+                    ..Default::default()
+                }));
+                j
+            })
+            .collect();
+        let (_, out) = store
+            .enqueue_batch("big.bib", "file", &tagged, 5, 0)
+            .expect("the intake finished");
+        assert_eq!(out.len(), 2_000);
+        execute(
+            &url,
+            "DO $$ BEGIN IF (SELECT count(*) FROM job_tags) <> 6000 \
+             THEN RAISE EXCEPTION 'tags missing'; END IF; END $$",
+        );
     }
 }

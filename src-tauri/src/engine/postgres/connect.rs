@@ -17,8 +17,18 @@ pub(super) const WAIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long one call of the store (a step, a read) may wait for the server: the backstop for
 /// a connection that is silent without being dropped (the kernel's limit,
 /// `tcp_user_timeout`, catches data sent and never acknowledged; this, a peer that
-/// acknowledges and never answers). Long enough for a 25 MiB PDF up a slow uplink.
+/// acknowledges and never answers). A step that uploads gets more ([`upload_limit`]).
 pub(super) const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
+/// The slowest uplink a step's upload is given time for (bytes a second): a step that sends
+/// documents may take [`ANSWER_TIMEOUT`] plus this long per byte, so a 25 MiB PDF has 7 min.
+const SLOWEST_UPLINK: u64 = 64 * 1024;
+
+/// How long a call that sends `bytes` may wait for the server: `base`, plus their time up the
+/// slowest uplink given time for.
+pub(super) fn upload_limit(base: Duration, bytes: u64) -> Duration {
+    base + Duration::from_secs(bytes / SLOWEST_UPLINK)
+}
+
 /// How long data sent may go unacknowledged before the connection counts as dropped.
 const TCP_USER_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a statement waits for a row another member holds (`lock_timeout`): a member
@@ -26,7 +36,8 @@ const TCP_USER_TIMEOUT: Duration = Duration::from_secs(30);
 /// this long at most, and the waiting step is tried again (`QueueError::is_retryable`).
 pub(super) const LOCK_TIMEOUT: &str = "5s";
 /// How long the server keeps a transaction whose member went silent in the middle of it
-/// (`idle_in_transaction_session_timeout`): its locks go with it.
+/// (`idle_in_transaction_session_timeout`): its locks go with it. A step that uploads raises
+/// it for its own transaction (the server counts a message still arriving as silence).
 pub(super) const IDLE_IN_TRANSACTION_TIMEOUT: &str = "60s";
 
 /// Whether `value` names a PostgreSQL database (rather than, say, a path).
@@ -71,22 +82,26 @@ pub(super) fn tune(config: &mut tokio_postgres::Config) {
     if config.get_application_name().is_none() {
         config.application_name("gleaner");
     }
-    // Server settings the address did not set (its `options` may hold a search path).
-    let mut options = config.get_options().unwrap_or_default().to_string();
-    for (name, value) in [
+}
+
+/// The server settings the address's `options` did not set, as the statements every new
+/// connection runs before its first use. Set after connecting, not sent as startup `options`:
+/// PgBouncer and Neon's pooler refuse a connection whose startup `options` they do not track
+/// (`unsupported startup parameter in options`).
+pub(super) fn session_settings(config: &tokio_postgres::Config) -> String {
+    let options = config.get_options().unwrap_or_default();
+    [
         ("lock_timeout", LOCK_TIMEOUT),
         (
             "idle_in_transaction_session_timeout",
             IDLE_IN_TRANSACTION_TIMEOUT,
         ),
-    ] {
-        if !options.contains(name) {
-            options = format!("{options} -c {name}={value}")
-                .trim_start()
-                .to_string();
-        }
-    }
-    config.options(&options);
+    ]
+    .into_iter()
+    .filter(|(name, _)| !options.contains(name))
+    .map(|(name, value)| format!("SET {name} = '{value}';"))
+    .collect::<Vec<_>>()
+    .join(" ")
 }
 
 /// What stands for a password in a described address.
@@ -305,6 +320,38 @@ mod tests {
             let _ = u.set_password(Some("s3cret"));
         }));
         assert!(e.contains("refused the user \"nobody_here\""), "{e}");
+    }
+
+    /// A setting as a pooled connection of `store` sees it.
+    fn show(store: &PgStore, name: &str) -> String {
+        let sql = format!("SHOW {name}");
+        store
+            .block(|| async {
+                let client = store.db.client().await?;
+                Ok(client.query_one(&sql, &[]).await?.get::<_, String>(0))
+            })
+            .expect("show")
+    }
+
+    /// Poolers (PgBouncer, Neon's) refuse startup `options` they do not track: the time limits
+    /// are set on each new connection instead, and the address's own settings win.
+    #[test]
+    fn time_limits_are_set_after_connecting_not_sent_as_startup_options() {
+        let url = fresh_database_url();
+        let (mut config, _) = parse(&url).expect("address");
+        let ours = config.get_options().map(str::to_string);
+        tune(&mut config);
+        assert_eq!(config.get_options().map(str::to_string), ours);
+        assert!(!ours.unwrap_or_default().contains("lock_timeout"));
+        let store = PgStore::open(&url, "m").expect("open");
+        assert_eq!(show(&store, "lock_timeout"), "5s");
+        assert_eq!(show(&store, "idle_in_transaction_session_timeout"), "1min");
+        drop(store);
+        // An address that sets one keeps its own value.
+        let own = format!("{url}%20-c%20lock_timeout%3D300");
+        let store = PgStore::open(&own, "m").expect("open");
+        let timeout = show(&store, "lock_timeout");
+        assert_eq!(timeout, "300ms");
     }
 
     #[test]

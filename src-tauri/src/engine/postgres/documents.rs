@@ -29,6 +29,13 @@ pub(crate) struct Paths {
     pub(super) root: Option<PathBuf>,
 }
 
+impl Stored {
+    /// The bytes it sends up.
+    pub(super) fn len(&self) -> u64 {
+        (self.content.len() + self.pdf.as_ref().map_or(0, |(_, b)| b.len())) as u64
+    }
+}
+
 impl Paths {
     /// The path as the database keeps it: relative to the library folder when inside it.
     pub(super) fn relative(&self, path: &str) -> String {

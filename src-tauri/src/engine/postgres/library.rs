@@ -22,6 +22,11 @@ const SNIPPET_TOKENS: usize = 16;
 /// [`CLOSE`], with `…` where the text goes on: what FTS5's `snippet()` gives, made here
 /// because `ts_headline` drops the punctuation at a fragment's ends.
 fn snippet(body: &str, terms: &[Term]) -> String {
+    snippet_found(body, terms).0
+}
+
+/// As [`snippet`], and whether a word of `terms` is in `body`.
+fn snippet_found(body: &str, terms: &[Term]) -> (String, bool) {
     let tokens: Vec<(usize, usize)> = {
         let mut out = Vec::new();
         let mut start = None;
@@ -50,7 +55,8 @@ fn snippet(body: &str, terms: &[Term]) -> String {
             }
         })
     };
-    let first = tokens.iter().position(matches).unwrap_or(0);
+    let found = tokens.iter().position(matches);
+    let first = found.unwrap_or(0);
     let from = first.saturating_sub(SNIPPET_TOKENS / 4);
     let to = (from + SNIPPET_TOKENS).min(tokens.len());
     let from = to.saturating_sub(SNIPPET_TOKENS);
@@ -78,7 +84,7 @@ fn snippet(body: &str, terms: &[Term]) -> String {
     } else {
         out.push_str(&body[at..]);
     }
-    out
+    (out, found.is_some())
 }
 
 /// Write a job's document into the index and the Library list, replacing its older version.
@@ -130,14 +136,26 @@ pub(super) async fn index_in(tx: &impl Conn, job_id: i64, doc: &Indexed) -> Resu
     Ok(())
 }
 
-pub(super) async fn add_tags_in(tx: &impl Conn, job_id: i64, tags: &[String]) -> Result<()> {
-    for tag in tags {
-        tx.exec(
-            "INSERT INTO job_tags (tag, job_id, name) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-            &[&key(tag), &job_id, tag],
-        )
-        .await?;
+/// Tag each job with its tags, in one statement: an intake of 10,000 jobs is one round trip,
+/// not one per tag.
+pub(super) async fn add_tags_in(tx: &impl Conn, tagged: &[(i64, &[String])]) -> Result<()> {
+    let (mut keys, mut ids, mut names) = (Vec::new(), Vec::new(), Vec::new());
+    for (job_id, tags) in tagged {
+        for tag in tags.iter() {
+            keys.push(key(tag));
+            ids.push(*job_id);
+            names.push(tag.as_str());
+        }
     }
+    if keys.is_empty() {
+        return Ok(());
+    }
+    tx.exec(
+        "INSERT INTO job_tags (tag, job_id, name) \
+         SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[]) ON CONFLICT DO NOTHING",
+        &[&keys, &ids, &names],
+    )
+    .await?;
     Ok(())
 }
 
@@ -169,23 +187,32 @@ fn listed_sql() -> String {
 /// per hit, on every key.
 const SNIPPET_WINDOW: usize = 16_384;
 const SNIPPET_BEFORE: usize = 2_000;
+/// How far into a text its snippet's match is looked for (characters), and what is read when
+/// the window around the first place a word appears as written holds no match of it: the
+/// indexed part, past which no match made the text a hit.
+const SNIPPET_SCAN: usize = INDEXED_BYTES;
 
 /// Ranked by `ts_rank` with weights title 1.0, authors 0.5, text 0.1 (as SQLite's BM25
 /// weights 10, 5, 1); each of the best hits comes with a window of its text around the first
-/// place one of the words `$6` appears (its start when none is found as written: an accent
-/// the query folded), for [`snippet`].
+/// place one of the words `$6` appears in its first [`SNIPPET_SCAN`] characters, or those
+/// characters when none does as written (an accent the query folded: "Müller" for
+/// "muller"), for [`snippet`].
 fn ranked_sql() -> String {
     format!(
         "WITH q AS (SELECT to_tsquery('simple', $1) AS q), \
          top AS (SELECT l.job_id, ts_rank('{{0.1, 0.2, 0.5, 1.0}}', l.tsv, q.q)::float8 AS score \
              FROM library l JOIN jobs j ON j.id = l.job_id, q \
-             WHERE l.tsv @@ q.q AND {FILTERS} ORDER BY score DESC, l.job_id DESC LIMIT $2) \
+             WHERE l.tsv @@ q.q AND {FILTERS} ORDER BY score DESC, l.job_id DESC LIMIT $2), \
+         placed AS (SELECT top.job_id, (SELECT min(nullif(strpos(lower(left(l.body, \
+                 {SNIPPET_SCAN})), w), 0)) FROM unnest($6::text[]) w) AS at \
+             FROM top JOIN library l ON l.job_id = top.job_id) \
          SELECT j.id, j.url, j.title, j.document, \
-             substr(l.body, greatest(1, coalesce((SELECT min(nullif(strpos(lower(l.body), w), 0)) \
-                 FROM unnest($6::text[]) w), 1) - {SNIPPET_BEFORE}), {SNIPPET_WINDOW}), \
+             CASE WHEN placed.at IS NULL THEN left(l.body, {SNIPPET_SCAN}) \
+                 ELSE substr(l.body, greatest(1, placed.at - {SNIPPET_BEFORE}), {SNIPPET_WINDOW}) END, \
              top.score, \
              {HIT_COLUMNS} \
          FROM top JOIN jobs j ON j.id = top.job_id JOIN library l ON l.job_id = top.job_id \
+             JOIN placed ON placed.job_id = top.job_id \
              LEFT JOIN batches b ON b.id = j.batch_id \
          ORDER BY top.score DESC, top.job_id DESC"
     )
@@ -258,14 +285,40 @@ pub(super) async fn library(db: &Db, q: &LibraryQuery) -> Result<Vec<Hit>> {
             &[&query, &limit, &host, &q.batch_id, &tags, &words],
         )
         .await?;
-    Ok(rows
-        .iter()
-        .map(|r| {
-            let mut hit = hit_from_row(r);
-            hit.snippet = marked(&snippet(&hit.snippet, &terms));
-            hit
-        })
-        .collect())
+    let mut hits: Vec<Hit> = rows.iter().map(hit_from_row).collect();
+    // A window placed on a word found inside another ("art" in "start") may not hold the
+    // match: those hits read the text's first characters, in one more round trip.
+    let mut missed = Vec::new();
+    for (i, hit) in hits.iter_mut().enumerate() {
+        let (text, found) = snippet_found(&hit.snippet, &terms);
+        if !found {
+            missed.push(i);
+        }
+        hit.snippet = text;
+    }
+    if !missed.is_empty() {
+        let ids: Vec<i64> = missed.iter().map(|&i| hits[i].job_id).collect();
+        let scanned: std::collections::HashMap<i64, String> = c
+            .query_rows(
+                &format!(
+                    "SELECT job_id, left(body, {SNIPPET_SCAN}) FROM library WHERE job_id = ANY($1)"
+                ),
+                &[&ids],
+            )
+            .await?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        for i in missed {
+            if let Some(body) = scanned.get(&hits[i].job_id) {
+                hits[i].snippet = snippet(body, &terms);
+            }
+        }
+    }
+    for hit in &mut hits {
+        hit.snippet = marked(&hit.snippet);
+    }
+    Ok(hits)
 }
 
 /// Rebuild the index of the documents indexed before migration 0009 from the text the
@@ -273,12 +326,18 @@ pub(super) async fn library(db: &Db, q: &LibraryQuery) -> Result<Vec<Hit>> {
 /// member is rebuilding are left to it.
 pub(super) async fn split_words(db: &Db) -> Result<u64> {
     let mut done = 0;
+    let mut total = None;
     loop {
         let n: Result<u64> = transaction!(db, |tx| {
+            // The indexed part only (characters, at least as many as its bytes): a library's
+            // long texts are kept whole and went over the wire whole for nothing.
             let rows = tx
                 .query_rows(
-                    "SELECT job_id, title, authors_line, body FROM library WHERE NOT words_split \
-                     ORDER BY job_id LIMIT 100 FOR UPDATE SKIP LOCKED",
+                    &format!(
+                        "SELECT job_id, title, authors_line, left(body, {INDEXED_BYTES}) \
+                         FROM library WHERE NOT words_split \
+                         ORDER BY job_id LIMIT 100 FOR UPDATE SKIP LOCKED"
+                    ),
                     &[],
                 )
                 .await?;
@@ -306,9 +365,28 @@ pub(super) async fn split_words(db: &Db) -> Result<u64> {
         if n == 0 {
             return Ok(done);
         }
+        let before = done;
         done += n;
+        if done / SPLIT_PROGRESS_EVERY > before / SPLIT_PROGRESS_EVERY {
+            // A long first open after the upgrade says what it is doing.
+            let total = match total {
+                Some(t) => t,
+                None => {
+                    let c = db.client().await?;
+                    let left: i64 = c
+                        .query_one("SELECT count(*) FROM library WHERE NOT words_split", &[])
+                        .await?
+                        .get(0);
+                    *total.insert(done + left as u64)
+                }
+            };
+            tracing::info!("search index: {done} of about {total} documents brought up to date");
+        }
     }
 }
+
+/// How many documents the rebuild at open brings up to date between two lines of the log.
+const SPLIT_PROGRESS_EVERY: u64 = 1_000;
 
 pub(super) async fn clear_index(db: &Db) -> Result<()> {
     transaction!(db, |tx| {
@@ -418,7 +496,7 @@ pub(super) async fn set_tags(db: &Db, job_id: i64, tags: &[String]) -> Result<Op
         } else {
             tx.exec("DELETE FROM job_tags WHERE job_id = $1", &[&job_id])
                 .await?;
-            add_tags_in(&tx, job_id, &tags).await?;
+            add_tags_in(&tx, &[(job_id, &tags)]).await?;
             // The lab's copy of the document too: other members export, read and pull that
             // one, and kept the tags it was fetched with.
             let stored = tx
@@ -548,5 +626,59 @@ mod tests {
             .map(|h| h.job_id)
             .collect();
         assert_eq!(found, [id]);
+    }
+
+    /// What a subscriber of this thread writes, kept for the test to read.
+    #[derive(Clone, Default)]
+    struct Log(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Log {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("log").extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The rebuild at the first open after the upgrade says how far it has come, so a long
+    /// one is not a silent window, and reads each text's indexed part only.
+    #[test]
+    fn the_rebuild_at_open_logs_its_progress() {
+        let url = fresh_database_url();
+        let store = PgStore::open(&url, "m").expect("open");
+        let jobs: Vec<_> = (0..1_000)
+            .map(|i| crate::engine::sqlite::testing::job(&format!("https://a.example/{i}")))
+            .collect();
+        store.enqueue(None, &jobs, 5, 0).expect("enqueue");
+        drop(store);
+        // As migration 0009 found rows written before it, one text longer than is indexed.
+        execute(
+            &url,
+            "INSERT INTO library (job_id, title, authors_line, body, tsv) \
+             SELECT id, 'Transport', '', 'bedload/suspended', to_tsvector('simple', 'x') FROM jobs; \
+             UPDATE library SET words_split = false; \
+             UPDATE library SET body = body || repeat(' tail', 100000) \
+                 WHERE job_id = (SELECT min(job_id) FROM library)",
+        );
+        let log = Log::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_max_level(tracing::Level::INFO)
+            .finish();
+        let store = tracing::subscriber::with_default(subscriber, || {
+            PgStore::open(&url, "m").expect("reopen")
+        });
+        let text = String::from_utf8_lossy(&log.0.lock().expect("log")).into_owned();
+        assert!(text.contains("1000 of about 1000 documents"), "{text}");
+        drop(store);
+        execute(
+            &url,
+            "DO $$ BEGIN IF (SELECT count(*) FROM library WHERE words_split \
+                 AND tsv @@ to_tsquery('simple', 'suspended')) <> 1000 \
+             THEN RAISE EXCEPTION 'not rebuilt'; END IF; END $$",
+        );
     }
 }

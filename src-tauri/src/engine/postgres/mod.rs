@@ -11,7 +11,7 @@
 
 use std::future::Future;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{HookError, Manager, ManagerConfig, Pool, RecyclingMethod};
 
 use crate::engine::queue::{QueueError, Result};
 
@@ -123,7 +123,20 @@ impl PgStore {
                 recycling_method: RecyclingMethod::Fast,
             },
         );
+        let settings = connect::session_settings(&config);
         let pool = Pool::builder(manager)
+            .post_create(deadpool_postgres::Hook::async_fn(move |client, _| {
+                let settings = settings.clone();
+                Box::pin(async move {
+                    if !settings.is_empty() {
+                        client
+                            .batch_execute(&settings)
+                            .await
+                            .map_err(HookError::Backend)?;
+                    }
+                    Ok(())
+                })
+            }))
             .max_size(POOL_SIZE)
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .create_timeout(Some(connect::CONNECT_TIMEOUT))
@@ -176,7 +189,8 @@ impl PgStore {
     }
 
     /// As [`PgStore::block`], with no limit on the wait: work whose length grows with the
-    /// library (a reindex).
+    /// library (a reindex) or with what the user gave (an intake of 10,000 links). TCP
+    /// keepalives and `tcp_user_timeout` still find a peer that vanished.
     fn block_unlimited<T, F>(&self, make: impl Fn() -> F + Sync) -> Result<T>
     where
         T: Send,

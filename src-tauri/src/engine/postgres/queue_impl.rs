@@ -71,7 +71,7 @@ impl Queue for PgStore {
             },
         };
         Ok(self
-            .block(|| actions::enqueue(&self.db, joins, jobs, max_retries, now))?
+            .block_unlimited(|| actions::enqueue(&self.db, joins, jobs, max_retries, now))?
             .1)
     }
 
@@ -84,7 +84,7 @@ impl Queue for PgStore {
         now: Millis,
     ) -> Result<(Option<i64>, Vec<Enqueued>)> {
         let joins = Joins::New { name, source };
-        self.block(|| actions::enqueue(&self.db, joins, jobs, max_retries, now))
+        self.block_unlimited(|| actions::enqueue(&self.db, joins, jobs, max_retries, now))
     }
 
     fn step(
@@ -96,8 +96,22 @@ impl Queue for PgStore {
     ) -> Result<Step> {
         let (outgoing, stored): (Vec<_>, Vec<_>) =
             finished.iter().map(|(c, f)| self.outgoing(c, f)).unzip();
-        let (results, mut claimed) =
-            self.block(|| step::step(&self.db, &outgoing, &stored, policy, now, claim))?;
+        // A step that uploads is given time for its bytes up a slow uplink: cut off at the
+        // plain limit, it could never commit (its outcomes are sent again, with more).
+        let bytes: u64 = stored.iter().flatten().map(Stored::len).sum();
+        let limit = self
+            .db
+            .answer_timeout
+            .map(|t| super::connect::upload_limit(t, bytes));
+        let uploading = (bytes > 0).then(|| {
+            limit.unwrap_or(super::connect::upload_limit(
+                super::connect::ANSWER_TIMEOUT,
+                bytes,
+            ))
+        });
+        let (results, mut claimed) = self.block_within(limit, || {
+            step::step(&self.db, &outgoing, &stored, policy, now, claim, uploading)
+        })?;
         for c in &mut claimed {
             c.document = c.document.take().map(|d| self.paths.local(&d));
         }

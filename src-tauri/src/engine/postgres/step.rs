@@ -152,10 +152,20 @@ pub(super) async fn step(
     policy: &Policy,
     now: Millis,
     claim: Option<&ClaimRequest<'_>>,
+    uploading: Option<std::time::Duration>,
 ) -> Result<(Vec<Settled>, Vec<Claimed>)> {
     let args = claim.filter(|r| r.max > 0).map(ClaimArgs::of);
     let client = db.client().await?;
-    let out = step_on(db, &client, finished, stored, policy, now, args.as_ref()).await;
+    let out = step_on(
+        db,
+        &client,
+        (finished, stored),
+        policy,
+        now,
+        args.as_ref(),
+        uploading,
+    )
+    .await;
     if out.is_err() {
         // The connection goes back to the pool: out of the transaction (a broken one is
         // dropped by the pool when it cannot be recycled).
@@ -179,18 +189,26 @@ pub(super) async fn step(
 async fn step_on(
     db: &Db,
     c: &deadpool_postgres::Object,
-    finished: &[(Claimed, Finish)],
-    stored: &[Option<Stored>],
+    (finished, stored): (&[(Claimed, Finish)], &[Option<Stored>]),
     policy: &Policy,
     now: Millis,
     args: Option<&ClaimArgs<'_>>,
+    uploading: Option<std::time::Duration>,
 ) -> Result<(Vec<Settled>, Vec<Claimed>)> {
+    let mut begin = String::from("BEGIN");
+    if db.fast_steps {
+        begin.push_str("; SET LOCAL synchronous_commit = off");
+    }
+    // The server counts a message still arriving (a 25 MiB Bind up a slow uplink) as a
+    // silent transaction: an upload's is given as long as the call.
+    if let Some(limit) = uploading {
+        begin.push_str(&format!(
+            "; SET LOCAL idle_in_transaction_session_timeout = {}",
+            limit.as_millis()
+        ));
+    }
     // One message, so that nothing of the transaction's start is sent after the claim.
-    let begin = c.batch(if db.fast_steps {
-        "BEGIN; SET LOCAL synchronous_commit = off"
-    } else {
-        "BEGIN"
-    });
+    let begin = c.batch(&begin);
     let settling = futures_util::future::try_join_all(finished.iter().zip(stored).map(
         |((claimed, finish), stored)| settle(c, (claimed, finish, stored.as_ref()), policy, now),
     ));
@@ -239,6 +257,9 @@ async fn step_on(
     Ok((settled, claimed))
 }
 
+/// Rows locked are passed over: a step writing their outcome holds them (uploading, perhaps
+/// for minutes), and a heartbeat waiting on them renewed no lease meanwhile, so other members
+/// took this one's jobs back.
 pub(super) async fn refresh(
     db: &Db,
     owner: &str,
@@ -248,8 +269,9 @@ pub(super) async fn refresh(
     let client = db.client().await?;
     client
         .exec(
-            "UPDATE jobs SET lease_until = $2 \
-             WHERE id = ANY($3) AND status = 'running' AND lease_owner = $1",
+            "UPDATE jobs SET lease_until = $2 WHERE id IN (SELECT id FROM jobs \
+                 WHERE id = ANY($3) AND status = 'running' AND lease_owner = $1 \
+                 FOR UPDATE SKIP LOCKED)",
             &[&owner, &lease_until, &held],
         )
         .await
@@ -640,5 +662,155 @@ mod tests {
             .expect("the batch")
             .get(0);
         assert!(open, "the batch was closed with a pending job");
+    }
+
+    /// A proxy on loopback to the server at `to` that sends what the client writes at about
+    /// `rate` bytes a second (a slow uplink) and the server's answers as they come.
+    fn slow_uplink(to: std::net::SocketAddr, rate: usize) -> std::net::SocketAddr {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let at = listener.local_addr().expect("address");
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(mut client) = client else { return };
+                let Ok(mut server) = std::net::TcpStream::connect(to) else {
+                    return;
+                };
+                let (mut down_from, mut down_to) = (
+                    server.try_clone().expect("clone"),
+                    client.try_clone().expect("clone"),
+                );
+                std::thread::spawn(move || std::io::copy(&mut down_from, &mut down_to));
+                std::thread::spawn(move || {
+                    let mut chunk = vec![0; rate / 20];
+                    while let Ok(n) = client.read(&mut chunk) {
+                        if n == 0 || server.write_all(&chunk[..n]).is_err() {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    let _ = server.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        });
+        at
+    }
+
+    /// A step that sends a document up a slow uplink commits: it is not cut off at the
+    /// per-call limit, nor ended by the server as a transaction gone silent while its
+    /// document was still arriving.
+    #[test]
+    fn a_step_uploading_a_document_up_a_slow_uplink_commits() {
+        use crate::engine::queue::{Finish, Settled, Success};
+        let base = fresh_database_url();
+        let mut u = url::Url::parse(&base).expect("url");
+        let to = (u.host_str().expect("host"), u.port().unwrap_or(5432));
+        let to = std::net::ToSocketAddrs::to_socket_addrs(&to)
+            .expect("address")
+            .next()
+            .expect("address");
+        let via = slow_uplink(to, 512 * 1024);
+        u.set_port(Some(via.port())).expect("port");
+        // The session's own limit on a silent transaction is short: the upload is not one.
+        let url = format!("{u}%20-c%20idle_in_transaction_session_timeout%3D300");
+        let mut store = PgStore::open(&url, "m").expect("open");
+        store.set_answer_timeout(Duration::from_secs(1));
+        store
+            .enqueue(None, &[job("http://a.example/1")], 5, 0)
+            .expect("enqueue");
+        let claimed = store
+            .claim("w", 0, Duration::from_secs(600), 2)
+            .expect("claim")
+            .expect("a job");
+        let dir = tempfile::tempdir().expect("dir");
+        let document = dir.path().join("big.md");
+        // About 3 s up this uplink: three times the call's limit, ten times the session's.
+        std::fs::write(&document, "a".repeat(1_500_000)).expect("document");
+        let success = Success {
+            final_url: claimed.url.clone(),
+            http_status: 200,
+            title: None,
+            document: Some(document.to_string_lossy().into_owned()),
+            content_type: None,
+            sha256: None,
+            reference: None,
+            index: None,
+        };
+        let step = store
+            .step(
+                &mut vec![(claimed, Finish::Success(success))],
+                &Policy::default(),
+                10,
+                None,
+            )
+            .expect("the step committed");
+        assert!(matches!(step.settled[0].2, Settled::Done));
+        crate::engine::postgres::testing::execute(
+            &base,
+            "DO $$ BEGIN IF (SELECT length(content) FROM documents) <> 1500000 \
+             THEN RAISE EXCEPTION 'the document is not in the database'; END IF; END $$",
+        );
+    }
+
+    /// The heartbeat renews the leases it can while a step of the same member holds some of
+    /// its jobs' rows (writing their outcomes, an upload perhaps minutes long): it does not
+    /// wait on those rows, past the lock timeout and again, renewing nothing meanwhile.
+    #[test]
+    fn a_heartbeat_renews_the_other_leases_while_a_step_holds_some_rows() {
+        let url = fresh_database_url();
+        let store = PgStore::open(&url, "m").expect("open");
+        let jobs = [job("http://a.example/1"), job("http://b.example/1")];
+        store.enqueue(None, &jobs, 5, 0).expect("enqueue");
+        let lease = Duration::from_secs(60);
+        let first = store
+            .claim("w", 0, lease, 2)
+            .expect("claim")
+            .expect("a job");
+        let second = store
+            .claim("w", 0, lease, 2)
+            .expect("claim")
+            .expect("a job");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        // The step committing the first job's outcome, mid-upload.
+        let step = rt.block_on(async {
+            let (client, connection) = url
+                .parse::<tokio_postgres::Config>()
+                .expect("address")
+                .connect(tokio_postgres::NoTls)
+                .await
+                .expect("connect");
+            tokio::spawn(connection);
+            client
+                .batch_execute(&format!(
+                    "BEGIN; SELECT 1 FROM jobs WHERE id = {} FOR UPDATE",
+                    first.job_id
+                ))
+                .await
+                .expect("the step's lock");
+            client
+        });
+        let started = std::time::Instant::now();
+        let renewed = store
+            .refresh("w", &[first.job_id, second.job_id], 600_000)
+            .expect("refresh");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(renewed, 1);
+        crate::engine::postgres::testing::execute(
+            &url,
+            &format!(
+                "DO $$ BEGIN IF (SELECT lease_until FROM jobs WHERE id = {}) <> 600000 \
+                 THEN RAISE EXCEPTION 'the lease was not renewed'; END IF; END $$",
+                second.job_id
+            ),
+        );
+        rt.block_on(step.batch_execute("ROLLBACK"))
+            .expect("release");
     }
 }

@@ -155,6 +155,18 @@ super::on_every_backend! {
         assert_eq!(hits.len(), 1);
         assert!(hits[0].snippet.contains("**needle**"), "{}", hits[0].snippet);
         assert!(hits[0].snippet.len() < 1_000, "{}", hits[0].snippet.len());
+        // An accent the query folded: "Müller" at 30,000 characters, searched as "muller".
+        let body = format!("{}Müller wrote it. {}", "filler words. ".repeat(2_150), "tail. ".repeat(100));
+        done(s, "https://a.example/2", "Accented", "", &body);
+        let hits = s.library(&query("muller")).expect("search");
+        assert_eq!(hits.len(), 1);
+        assert!(hits[0].snippet.contains("**Müller**"), "{}", hits[0].snippet);
+        // A short word found first inside another ("art" in "start"), and as a word far on.
+        let body = format!("start here. {}the art of it. {}", "filler words. ".repeat(2_150), "tail. ".repeat(100));
+        done(s, "https://a.example/3", "Short", "", &body);
+        let hits = s.library(&query("art")).expect("search");
+        assert_eq!(hits.len(), 1);
+        assert!(hits[0].snippet.contains("**art**"), "{}", hits[0].snippet);
     }
 
     fn accents_fold_in_the_text_and_in_the_query(s) {
