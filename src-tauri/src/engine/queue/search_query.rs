@@ -16,6 +16,9 @@ pub fn fold(text: &str) -> String {
         .chars()
         .filter(|&c| !fts5_diacritic(c))
         .map(|c| {
+            if c.is_ascii() {
+                return c;
+            }
             let mut parts = c.nfd();
             match parts.next() {
                 Some(base) if base.is_ascii_alphabetic() && parts.all(is_combining_mark) => base,
