@@ -6,7 +6,7 @@
 
 use super::rows::Conn;
 use super::{Db, transaction};
-use crate::engine::queue::search_query::{SearchQuery, fold, searchable};
+use crate::engine::queue::search_query::{SearchQuery, fold, in_word, searchable};
 use crate::engine::queue::{Hit, Indexed, LibraryQuery, Reindexed, Result};
 use crate::engine::sqlite::search::lead;
 use crate::engine::sqlite::snippet::{CLOSE, OPEN, marked};
@@ -31,7 +31,7 @@ fn snippet_found(body: &str, terms: &[Term]) -> (String, bool) {
         let mut out = Vec::new();
         let mut start = None;
         for (i, c) in body.char_indices() {
-            match (c.is_alphanumeric(), start) {
+            match (in_word(c), start) {
                 (true, None) => start = Some(i),
                 (false, Some(s)) => {
                     out.push((s, i));
@@ -321,8 +321,8 @@ pub(super) async fn library(db: &Db, q: &LibraryQuery) -> Result<Vec<Hit>> {
     Ok(hits)
 }
 
-/// Rebuild the index of the documents indexed before migration 0009 from the text the
-/// library keeps, with Gleaner's word split ([`searchable`]), 100 at a time. Rows another
+/// Rebuild the index of the documents indexed before migration 0009 (or 0010) from the text
+/// the library keeps, with Gleaner's word split and fold ([`searchable`]), 100 at a time. Rows another
 /// member is rebuilding are left to it.
 pub(super) async fn split_words(db: &Db) -> Result<u64> {
     let mut done = 0;
@@ -680,5 +680,36 @@ mod tests {
                  AND tsv @@ to_tsquery('simple', 'suspended')) <> 1000 \
              THEN RAISE EXCEPTION 'not rebuilt'; END IF; END $$",
         );
+    }
+
+    /// A library indexed with every combining mark dropped ("काम" as "कम", found in "कमी") is
+    /// rebuilt when a member opens the queue after migration 0010.
+    #[test]
+    fn an_index_without_its_marks_is_rebuilt_at_open() {
+        let url = fresh_database_url();
+        let store = PgStore::open(&url, "m").expect("open");
+        let work = done(&store, "https://a.example/1", "A", "", "हम काम करते हैं");
+        let lack = done(&store, "https://a.example/2", "D", "", "उसकी कमी है");
+        drop(store);
+        // As migration 0010 found these rows: indexed the old way, and up to date for 0009.
+        execute(
+            &url,
+            &format!(
+                "UPDATE library SET words_split = true, tsv = setweight(to_tsvector('simple', \
+                     CASE job_id WHEN {work} THEN 'हम कम करत ह' ELSE 'उसक कम ह' END), 'D'); \
+                 DELETE FROM gleaner_schema WHERE version = 10"
+            ),
+        );
+        let store = PgStore::open(&url, "m").expect("reopen");
+        let found = |q: &str| -> Vec<i64> {
+            store
+                .search(q, 10)
+                .expect(q)
+                .iter()
+                .map(|h| h.job_id)
+                .collect()
+        };
+        assert_eq!(found("काम"), [work]);
+        assert_eq!(found("कमी"), [lack]);
     }
 }

@@ -15,6 +15,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations-postgres/0007_rate_limited_since.sql"),
     include_str!("../../../migrations-postgres/0008_claims_wait_for_a_host_a_while.sql"),
     include_str!("../../../migrations-postgres/0009_search_words_as_gleaner_splits_them.sql"),
+    include_str!("../../../migrations-postgres/0010_search_keeps_marks_fts5_keeps.sql"),
 ];
 
 /// The lock every migrating member takes (an arbitrary key of Gleaner's own).

@@ -4,14 +4,44 @@
 //! writes it in its index's own syntax: FTS5's for SQLite, a `tsquery` for PostgreSQL.
 
 use unicode_normalization::UnicodeNormalization as _;
+use unicode_normalization::char::is_combining_mark;
 
-/// Lower case, without accents: how PostgreSQL's index and queries are folded (SQLite's FTS5
-/// folds the same way itself, `remove_diacritics`).
+/// Lower case, without the accents FTS5's `remove_diacritics 2` takes off, for PostgreSQL's
+/// index and queries: those of the composed Latin letters ("résumé" is "resume"), and the
+/// accents FTS5 drops wherever they are left uncomposed (a stress mark on Cyrillic). Every other mark is
+/// part of its letter: dropping them all made "мои" "мой", "がっこう" "かっこう" and the
+/// Devanagari words "काम", "कमी" and "किमी" one word.
 pub fn fold(text: &str) -> String {
-    text.nfd()
-        .filter(|c| !unicode_normalization::char::is_combining_mark(*c))
-        .flat_map(char::to_lowercase)
+    lower(text)
+        .chars()
+        .filter(|&c| !fts5_diacritic(c))
+        .map(|c| {
+            if c.is_ascii() {
+                return c;
+            }
+            let mut parts = c.nfd();
+            match parts.next() {
+                Some(base) if base.is_ascii_alphabetic() && parts.all(is_combining_mark) => base,
+                _ => c,
+            }
+        })
         .collect()
+}
+
+/// The combining accents FTS5 drops wherever they stand (`sqlite3Fts5UnicodeIsdiacritic`).
+fn fts5_diacritic(c: char) -> bool {
+    let (mask0, mask1): (u32, u32) = (0x0802_9FDF, 0x0003_61F8);
+    match u32::from(c) {
+        c @ 768..800 => mask0 & (1 << (c - 768)) != 0,
+        c @ 800..=817 => mask1 & (1 << (c - 800)) != 0,
+        _ => false,
+    }
+}
+
+/// Whether `c` belongs to a word: a letter, a digit, or a mark on one (a vowel sign, a
+/// virama, a voicing mark), as FTS5's tokenizer reads words since migration 0023.
+pub fn in_word(c: char) -> bool {
+    c.is_alphanumeric() || is_combining_mark(c)
 }
 
 /// A query in lower case only, as FTS5 reads it (see [`SearchQuery::parse_lower`]).
@@ -24,14 +54,26 @@ fn lower(text: &str) -> String {
     composed.replace('\u{130}', "i").to_lowercase()
 }
 
-/// `text` as PostgreSQL indexes it: folded ([`fold`]), and everything but letters and digits
-/// made a space, so its parser finds the words Gleaner's own split (and FTS5) find. Its own
-/// parse kept `bedload/suspended`, `TiO2/SiO2`, `Node.js` and `2.0.1` as one token each, and
-/// `COVID-19` as `covid` and `-19`, so the words inside them were not found.
+/// `text` composed (NFC), as both indexes hold it: the query is composed, and a decomposed
+/// "й", "が" or Hangul syllable in a text did not match it.
+pub fn composed(text: &str) -> std::borrow::Cow<'_, str> {
+    if unicode_normalization::is_nfc_quick(text.chars()) == unicode_normalization::IsNormalized::Yes
+    {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        std::borrow::Cow::Owned(text.nfc().collect())
+    }
+}
+
+/// `text` as PostgreSQL indexes it: folded ([`fold`]), and everything but letters, digits
+/// and their marks made a space, so its parser finds the words Gleaner's own split (and
+/// FTS5) find. Its own parse kept `bedload/suspended`, `TiO2/SiO2`, `Node.js` and `2.0.1` as
+/// one token each, and `COVID-19` as `covid` and `-19`, so the words inside them were not
+/// found.
 pub fn searchable(text: &str) -> String {
     fold(text)
         .chars()
-        .map(|c| if c.is_alphanumeric() { c } else { ' ' })
+        .map(|c| if in_word(c) { c } else { ' ' })
         .collect()
 }
 
@@ -63,9 +105,8 @@ impl SearchQuery {
         Self::parse_folded(&fold(text))
     }
 
-    /// The query `text` asks for in lower case only, for FTS5, which folds accents itself and
-    /// only on Latin letters: [`fold`] would take "й" to "и", Greek accents, Korean syllables'
-    /// composition and Devanagari's vowel signs, and FTS5 would find none of them.
+    /// The query `text` asks for in lower case only, for FTS5, which folds the accents itself
+    /// (those [`fold`] takes off, on Latin letters).
     pub fn parse_lower(text: &str) -> Option<SearchQuery> {
         Self::parse_folded(&lower(text))
     }
@@ -136,7 +177,7 @@ impl SearchQuery {
                 word
             };
             let words: Vec<String> = raw
-                .split(|c: char| !c.is_alphanumeric())
+                .split(|c: char| !in_word(c))
                 .filter(|w| !w.is_empty())
                 .map(str::to_string)
                 .collect();
@@ -312,12 +353,71 @@ mod tests {
             SearchQuery::parse_lower("Новый ΚΕΊΜΕΝΑ 한국어 がっこう हिन्दी Café").expect("query");
         assert_eq!(
             q.to_fts5(),
-            // The virama is no letter to Rust: the word goes as a phrase of its two sides,
-            // which FTS5 cuts the same way.
-            "\"новый\" AND \"κείμενα\" AND \"한국어\" AND \"がっこう\" AND \"हिन दी\" AND \"café\""
+            // The virama and the vowel signs are marks, part of the word as FTS5 reads it.
+            "\"новый\" AND \"κείμενα\" AND \"한국어\" AND \"がっこう\" AND \"हिन्दी\" AND \"café\""
         );
         let q = SearchQuery::parse("a\0b c").expect("query");
         assert!(!q.to_tsquery().contains('\0'), "{}", q.to_tsquery());
+    }
+
+    /// PostgreSQL's index folds as SQLite's does: every letter with a mark (and every mark
+    /// after a letter), folded by [`fold`] and by FTS5's tokenizer, gives the same word.
+    #[test]
+    fn fold_takes_off_the_marks_fts5_takes_off_and_no_other() {
+        use unicode_normalization::UnicodeNormalization as _;
+        let conn = rusqlite::Connection::open_in_memory().expect("sqlite");
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE t USING fts5(x, tokenize = \"unicode61 remove_diacritics 2 \
+                 categories 'L* N* Co M*'\"); \
+             CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance');",
+        )
+        .expect("fts5");
+        let mut words = Vec::new();
+        for c in (0x80..0x3_0000).filter_map(char::from_u32) {
+            if c.is_alphanumeric() && c.nfd().count() > 1 {
+                words.push(format!("q{c}q"));
+            } else if super::is_combining_mark(c) {
+                words.push(format!("qa{c}q"));
+                words.push(format!("qи{c}q"));
+            }
+        }
+        let mut insert = conn
+            .prepare("INSERT INTO t (rowid, x) VALUES (?1, ?2)")
+            .expect("insert");
+        for (i, w) in words.iter().enumerate() {
+            // FTS5 reads the text composed, as Gleaner indexes it.
+            insert
+                .execute(rusqlite::params![i as i64, super::composed(w)])
+                .expect("row");
+        }
+        let mut differ = Vec::new();
+        let mut terms = conn.prepare("SELECT doc, term FROM v").expect("vocab");
+        let rows = terms
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            .expect("vocab");
+        for row in rows {
+            let (doc, term) = row.expect("row");
+            let word = &words[doc as usize];
+            if super::fold(word) != term && super::fold(word).to_uppercase() != term.to_uppercase()
+            {
+                differ.push(format!(
+                    "{word:?}: fts5 {term:?}, fold {:?}",
+                    super::fold(word)
+                ));
+            }
+        }
+        // FTS5's own table leaves "ǡ" whole and takes "ẛ" (a long s) to "s".
+        differ.retain(|d| {
+            !['ǡ', 'Ǡ', 'ẛ']
+                .iter()
+                .any(|&x| d.starts_with(&format!("\"q{x}q\"")))
+        });
+        assert!(
+            differ.is_empty(),
+            "{} differ: {:?}",
+            differ.len(),
+            &differ[..differ.len().min(20)]
+        );
     }
 
     #[test]

@@ -57,6 +57,10 @@ pub fn migrations() -> Migrations<'static> {
         M::up(include_str!(
             "../../../migrations/0022_rate_limited_since.sql"
         )),
+        M::up_with_hook(
+            include_str!("../../../migrations/0023_search_words_keep_their_marks.sql"),
+            super::search::copy_into_new_index,
+        ),
     ])
 }
 
@@ -158,6 +162,80 @@ mod tests {
         assert_eq!(job.counters.rate_limited_since, Some(5000));
     }
 
+    /// A database version 22 and its documents (`(body, id)`), indexed with the tokenizer of
+    /// before migration 0023.
+    fn indexed_at_v22(path: &std::path::Path, bodies: &[&str]) {
+        let mut conn = Connection::open(path).expect("open");
+        migrations().to_version(&mut conn, 22).expect("v22");
+        let tx = conn.transaction().expect("tx");
+        for (i, body) in bodies.iter().enumerate() {
+            let id = i as i64 + 1;
+            tx.execute(
+                "INSERT INTO jobs (id, url, url_key, host, status, run_at, max_retries, \
+                     budget_started_at, created_at, updated_at, document) \
+                 VALUES (?1, 'http://a.example/' || ?1, 'http://a.example/' || ?1, 'a.example', \
+                     'done', 1, 5, 1, 1, 1, 'a.md')",
+                [id],
+            )
+            .expect("job");
+            tx.execute(
+                "INSERT INTO search (rowid, title, authors, body) VALUES (?1, 'T', '', ?2)",
+                rusqlite::params![id, body],
+            )
+            .expect("index row");
+        }
+        tx.commit().expect("commit");
+    }
+
+    /// The index of an upgraded library reads vowel signs and voicing marks as part of their
+    /// words, and holds its text composed: "काम" found "कुमार" and "किमी" too, and a "й" or
+    /// "が" indexed decomposed was not found as typed.
+    #[test]
+    fn the_search_index_is_rebuilt_with_marks_inside_words_and_composed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("old.db");
+        indexed_at_v22(
+            &path,
+            &[
+                "हम काम करते हैं",
+                "कुमार",
+                "किमी दूर",
+                "и\u{306} か\u{3099}くせい résumé",
+            ],
+        );
+        let store = Store::open(&path).expect("migrate");
+        let found = |q: &str| -> Vec<i64> {
+            let mut ids: Vec<i64> = store
+                .search(q, 10)
+                .expect(q)
+                .iter()
+                .map(|h| h.job_id)
+                .collect();
+            ids.sort_unstable();
+            ids
+        };
+        assert_eq!(found("काम"), [1]);
+        assert_eq!(found("कुमार"), [2]);
+        for q in ["й", "がくせい", "resume"] {
+            assert_eq!(found(q), [4], "{q}");
+        }
+        let conn = store.conn().expect("conn");
+        let old: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name LIKE 'search_before%'",
+                [],
+                |r| r.get(0),
+            )
+            .expect("schema");
+        assert_eq!(old, 0, "the old index is gone");
+        conn.execute("DELETE FROM jobs WHERE id = 2", [])
+            .expect("delete");
+        let rows: i64 = conn
+            .query_row("SELECT count(*) FROM search", [], |r| r.get(0))
+            .expect("count");
+        assert_eq!(rows, 3, "a deleted job takes its index row with it");
+    }
+
     #[test]
     fn migrates_a_version_1_database_and_keeps_its_jobs() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -185,7 +263,7 @@ mod tests {
         let v: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .expect("version");
-        assert_eq!(v, 22, "brought up to the latest version");
+        assert_eq!(v, 23, "brought up to the latest version");
         let (url, notified): (String, i64) = conn
             .query_row("SELECT url, dead_notified FROM jobs", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))

@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use rusqlite::{Transaction, params};
 
 use super::{Store, snippet};
-use crate::engine::queue::search_query::SearchQuery;
+use crate::engine::queue::search_query::{SearchQuery, composed};
 use crate::engine::queue::{Hit, Indexed, LibraryQuery, Reindexed, Result};
 use crate::engine::tags::{clean, key, split_tag_terms};
 
@@ -111,12 +111,43 @@ fn listed_sql(except: &str) -> String {
 const LEAD_READ: usize = 1_000;
 pub(crate) const LEAD_CHARS: usize = 200;
 
+/// The index's rows, from the table of before migration 0023 into the one it makes, composed
+/// (NFC) as [`index_in`] writes them; then the old table goes.
+pub(super) fn copy_into_new_index(tx: &Transaction<'_>) -> rusqlite_migration::HookResult {
+    let rows: i64 = tx.query_row("SELECT count(*) FROM search_before_0023", [], |r| r.get(0))?;
+    // About a minute per 10,000 long documents, once: say why the open waits.
+    tracing::info!(
+        "rebuilding the search index of {rows} documents so that words keep their marks (once, after this upgrade)"
+    );
+    {
+        let mut read = tx.prepare("SELECT rowid, title, authors, body FROM search_before_0023")?;
+        let mut write =
+            tx.prepare("INSERT INTO search (rowid, title, authors, body) VALUES (?1, ?2, ?3, ?4)")?;
+        let mut rows = read.query([])?;
+        while let Some(row) = rows.next()? {
+            let text = |i| -> rusqlite::Result<Option<String>> {
+                Ok(row
+                    .get::<_, Option<String>>(i)?
+                    .map(|t| composed(&t).into_owned()))
+            };
+            write.execute(params![row.get::<_, i64>(0)?, text(1)?, text(2)?, text(3)?])?;
+        }
+    }
+    tx.execute_batch("DROP TABLE search_before_0023")?;
+    Ok(())
+}
+
 /// Write a job's document into the index and the Library list, replacing its older version's.
 pub(super) fn index_in(tx: &Transaction<'_>, job_id: i64, doc: &Indexed) -> Result<()> {
     tx.prepare_cached("DELETE FROM search WHERE rowid = ?1")?
         .execute([job_id])?;
     tx.prepare_cached("INSERT INTO search (rowid, title, authors, body) VALUES (?1, ?2, ?3, ?4)")?
-        .execute(params![job_id, doc.title, doc.authors, doc.body])?;
+        .execute(params![
+            job_id,
+            composed(&doc.title),
+            composed(&doc.authors),
+            composed(&doc.body)
+        ])?;
     // Plain strings: encoding cannot fail.
     let authors = serde_json::to_string(&doc.author_list).ok();
     tx.prepare_cached(
