@@ -309,7 +309,7 @@ function pieceEnd(piece, last, isText) {
 }
 
 // Sends a big file piece by piece into the add's batch; a piece ends at a line break, so no
-// line is cut in two.
+// line is cut in two. Later pieces say so: they are the file's text, not a paste to sniff.
 async function addBigFile(file, source, summary) {
   const utf16 = await utf16Of(file);
   const decoder = utf16 ? new TextDecoder(utf16) : null;
@@ -331,13 +331,13 @@ async function addBigFile(file, source, summary) {
     // The first piece goes as a file, so binary data is refused by name and the rest unread.
     const args = at === 0
       ? { text: '', source, files: [{ name: file.name, text }], batch: summary.batch }
-      : { text, source, files: [], batch: summary.batch };
+      : { text, source, files: [], batch: summary.batch, piece: true };
     const r = await call('add_urls', args);
     mergeSummary(summary, r);
     if (at === 0 && r.binary_files > 0) return;
   }
   const rest = decoder ? carry : decodeLines(carry);
-  if (rest) mergeSummary(summary, await call('add_urls', { text: rest, source, files: [], batch: summary.batch }));
+  if (rest) mergeSummary(summary, await call('add_urls', { text: rest, source, files: [], batch: summary.batch, piece: true }));
 }
 
 // Adds run one after another: a paste or a drop while one is running waits for it, and the

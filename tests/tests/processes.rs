@@ -440,6 +440,51 @@ fn a_closed_terminal_hands_the_fetches_in_flight_back_without_spending_a_retry()
     );
 }
 
+/// `nohup gleaner run &` keeps running when the session that started it ends: SIGHUP left
+/// ignored by nohup stays ignored (a handler for it stopped the run with the SSH session).
+#[test]
+fn a_run_started_under_nohup_outlives_its_session() {
+    let server = FaultServer::start();
+    server.script(
+        "/hangs",
+        vec![Behavior::StallForever, Behavior::StallForever],
+    );
+    let sb = Sandbox::new();
+    assert!(sb.run(&["add", &server.url("/hangs")]).status.success());
+    let inner = sb.cmd();
+    let mut nohup = std::process::Command::new("nohup");
+    nohup.arg(inner.get_program()).arg("run");
+    for (key, value) in inner.get_envs() {
+        match value {
+            Some(value) => nohup.env(key, value),
+            None => nohup.env_remove(key),
+        };
+    }
+    let child = nohup
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn nohup gleaner run");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.hits("/hangs") == 0 {
+        assert!(Instant::now() < deadline, "the fetch never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut child = child;
+    send_signal(&child, "HUP");
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        child.try_wait().expect("poll the run").is_none(),
+        "the run stopped on SIGHUP under nohup"
+    );
+    let log = stop_with_sigterm(child);
+    assert!(
+        log.contains("1 fetch in flight handed back to the queue, with no retry spent"),
+        "{log}"
+    );
+}
+
 /// Ctrl+C does not wait for a big page's extraction to end: the job goes back unspent and the
 /// run ends within a few seconds (it waited for the extraction, however long it took).
 #[test]

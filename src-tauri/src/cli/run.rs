@@ -159,6 +159,10 @@ impl Signals {
                 (StopSignal::HangUp, SignalKind::hangup()),
             ]
             .into_iter()
+            // Under `nohup` SIGHUP stays ignored: a handler would stop the run with the session.
+            .filter(|(which, _)| {
+                *which != StopSignal::HangUp || !crate::engine::hangup_is_ignored()
+            })
             .filter_map(|(which, kind)| match signal(kind) {
                 Ok(stream) => Some((which, stream)),
                 Err(e) => {

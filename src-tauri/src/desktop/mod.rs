@@ -420,6 +420,10 @@ fn start_engine<R: Runtime>(app: &tauri::AppHandle<R>) {
         (tokio::signal::unix::SignalKind::interrupt(), "SIGINT"),
         (tokio::signal::unix::SignalKind::hangup(), "SIGHUP"),
     ] {
+        // Started under `nohup`, SIGHUP stays ignored: a handler would quit with the session.
+        if name == "SIGHUP" && crate::engine::hangup_is_ignored() {
+            continue;
+        }
         let handle = app.clone();
         tauri::async_runtime::spawn(async move {
             if let Ok(mut signal) = tokio::signal::unix::signal(kind) {

@@ -73,3 +73,25 @@ pub fn open_lock_file(path: &std::path::Path) -> std::io::Result<std::fs::File> 
         .write(true)
         .open(path)
 }
+
+/// Whether SIGHUP is ignored in this process, as `nohup` (or a shell's `trap '' HUP`) leaves
+/// it: listening for it then would undo that, and the run would stop when the session ends.
+/// Read from /proc's SigIgn mask on Linux (no unsafe `sigaction` query); elsewhere it cannot be
+/// told, so it is taken as ignored: a closed terminal ends the process as it always did, rather
+/// than a `nohup` run ending with its session.
+pub fn hangup_is_ignored() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+            return true;
+        };
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("SigIgn:"))
+            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+            // Bit n-1 stands for signal n; SIGHUP is 1.
+            .is_none_or(|mask| mask & 1 != 0)
+    }
+    #[cfg(not(target_os = "linux"))]
+    true
+}

@@ -142,8 +142,9 @@ fn host_name(host: &str) -> String {
 /// An imported key as BibTeX and biber read keys: without spaces and the characters that end
 /// or break one (`{}(),=#%~"'\@`); `None` when nothing is left.
 fn usable_key(key: &str) -> Option<String> {
-    // A database's id stored before intake told them apart (a Zotero URI) is no key.
-    if !crate::engine::intake::reference_file::is_key_like(key) {
+    // A database's id stored before intake told them apart (a Zotero URI, a RIS record
+    // number) is no key; a `/` alone is (DBLP's `DBLP:conf/nips/…`, ACM's DOI keys).
+    if key.contains("://") || key.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     let kept: String = key
@@ -340,16 +341,40 @@ mod tests {
         };
         assert_eq!(wanted(&unusable), "kucsko2013thermometry");
         // A database's id kept before intake told them apart: a Zotero URI, a record number.
-        for id in [
-            "http://zotero.org/users/local/aBcD1234/items/QWERTY12",
-            "12047273/KC6WFG78",
-            "7",
-        ] {
+        for id in ["http://zotero.org/users/local/aBcD1234/items/QWERTY12", "7"] {
             let stored = Record {
                 imported_key: Some(id.into()),
                 ..paper(1, "Kucsko", 2013, "Thermometry")
             };
             assert_eq!(wanted(&stored), "kucsko2013thermometry", "{id}");
+        }
+    }
+
+    /// DBLP's and ACM's keys hold a `/`: read from a .bib, they go out as they came in.
+    #[test]
+    fn a_dblp_or_acm_key_goes_out_as_it_came_in() {
+        use crate::engine::intake::{Item, reference_file};
+        for key in ["DBLP:conf/nips/VaswaniSPUJGKP17", "10.1145/3313831.3376134"] {
+            let bib = format!(
+                "@inproceedings{{{key},\n  title = {{Attention}},\n  doi = {{10.1000/x}}\n}}\n"
+            );
+            let mut keys = Vec::new();
+            reference_file::read_reference_file(
+                reference_file::ReferenceFormat::Bibtex,
+                bib.as_bytes(),
+                |item| {
+                    if let Item::Entry(e) = item {
+                        keys.push(e.key);
+                    }
+                },
+            )
+            .expect("read");
+            assert_eq!(keys, [Some(key.to_string())]);
+            let imported = Record {
+                imported_key: keys.pop().flatten(),
+                ..paper(1, "Vaswani", 2017, "Attention")
+            };
+            assert_eq!(wanted(&imported), key);
         }
     }
 

@@ -60,9 +60,92 @@ pub fn kind_of(name: Option<&str>, head: &[u8]) -> FileKind {
 
 /// What pasted text (the window's box, one `gleaner add` argument) holds, told by its start as
 /// a file's is: a BibTeX entry copied from Google Scholar is read as BibTeX, not scanned as
-/// lines of text.
+/// lines of text. It is a reference file only if it reads cleanly as one (every item read,
+/// no link outside its entries): a checklist `[ ] https://…` is not CSL-JSON, and a BibTeX
+/// entry followed by loose links keeps its links, both scanned as text.
 pub fn pasted_kind(text: &str) -> FileKind {
-    kind_of(None, &text.as_bytes()[..text.len().min(HEAD_BYTES)])
+    match kind_of(None, &text.as_bytes()[..text.len().min(HEAD_BYTES)]) {
+        FileKind::References(format) if !reads_cleanly(format, text) => FileKind::Text,
+        kind => kind,
+    }
+}
+
+/// Whether `text` reads as a reference file of `format` with nothing lost: at least one entry,
+/// none rejected, no error, and no link on a line outside its entries.
+fn reads_cleanly(format: ReferenceFormat, text: &str) -> bool {
+    let (mut entries, mut rejected) = (0, false);
+    let read = super::read_reference_file(format, text.as_bytes(), |item| match item {
+        super::Item::Entry(_) => entries += 1,
+        super::Item::Rejected { .. } => rejected = true,
+        super::Item::Skipped { .. } => {}
+    });
+    read.is_ok() && entries > 0 && !rejected && !link_outside_entries(format, text)
+}
+
+/// Whether a line outside the entries of a reference file holds a link (a reader skips such
+/// lines between entries without a word).
+fn link_outside_entries(format: ReferenceFormat, text: &str) -> bool {
+    use super::reference_file::{bibtex_entry_start, ris_tag};
+    let mut depth = 0i64;
+    let mut pair = ('{', '}');
+    let mut inside = false;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        let outside = match format {
+            // The JSON reader takes the whole text or fails.
+            ReferenceFormat::CslJson => false,
+            ReferenceFormat::Bibtex => {
+                let mut from = 0;
+                if depth <= 0 {
+                    depth = 0;
+                    match bibtex_entry_start(trimmed) {
+                        Some(at) => {
+                            pair = if trimmed[at..].starts_with('(') {
+                                ('(', ')')
+                            } else {
+                                ('{', '}')
+                            };
+                            from = at;
+                        }
+                        None => {
+                            if trimmed.contains("://") {
+                                return true;
+                            }
+                            continue;
+                        }
+                    }
+                }
+                for c in trimmed[from..].chars() {
+                    if c == pair.0 {
+                        depth += 1;
+                    } else if c == pair.1 {
+                        depth -= 1;
+                    }
+                }
+                false
+            }
+            ReferenceFormat::Ris => {
+                let tag = ris_tag(trimmed).map(|(tag, _)| tag);
+                if tag == Some("TY") {
+                    inside = true;
+                }
+                let outside = !inside;
+                if tag == Some("ER") {
+                    inside = false;
+                }
+                outside
+            }
+            // A record's lines are tags or their indented continuations.
+            ReferenceFormat::Medline => {
+                !line.starts_with(char::is_whitespace)
+                    && super::medline::medline_tag(line).is_none()
+            }
+        };
+        if outside && trimmed.contains("://") {
+            return true;
+        }
+    }
+    false
 }
 
 /// Why a file could not be read to its end. What was read before it was handed over.
@@ -208,6 +291,37 @@ fn called_back<E>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A paste is a reference file only if it reads cleanly as one: a Markdown checklist of
+    /// links was taken for CSL-JSON (queued nothing), and a BibTeX entry followed by loose
+    /// links lost the links.
+    #[test]
+    fn a_paste_that_does_not_read_cleanly_as_references_is_text() {
+        let checklist = "[ ] https://a.example/1\n[ ] https://b.example/2";
+        assert_eq!(pasted_kind(checklist), FileKind::Text);
+        assert_eq!(super::super::scan_text(checklist).len(), 2);
+        let args = super::super::scan_args(&[checklist]);
+        assert!(
+            args.iter().all(|f| matches!(f, Found::Url { .. })) && args.len() == 2,
+            "{args:?}"
+        );
+        let entry = "@article{k,\n  title = {T},\n  url = {https://c.example/p}\n}\n";
+        assert_eq!(
+            pasted_kind(entry),
+            FileKind::References(ReferenceFormat::Bibtex)
+        );
+        let with_links = format!("{entry}https://a.example/1\nhttps://b.example/2\n");
+        assert_eq!(pasted_kind(&with_links), FileKind::Text);
+        let ris = "TY  - JOUR\nUR  - https://c.example/p\nER  - \n";
+        assert_eq!(pasted_kind(ris), FileKind::References(ReferenceFormat::Ris));
+        let ris_with_link = format!("{ris}https://a.example/1\n");
+        assert_eq!(pasted_kind(&ris_with_link), FileKind::Text);
+        let csl = r#"[{"id": "k", "URL": "https://c.example/p"}]"#;
+        assert_eq!(
+            pasted_kind(csl),
+            FileKind::References(ReferenceFormat::CslJson)
+        );
+    }
 
     fn read(name: &str, text: &str) -> (FileKind, Vec<Found>) {
         let mut all = Vec::new();

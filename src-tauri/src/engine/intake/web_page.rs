@@ -1,8 +1,11 @@
 //! A saved web page given as a file (a drop, `add --file page.html`) that is no bookmark
 //! export. Scanned as text, it queued every address in its markup: stylesheets, scripts,
-//! trackers, share buttons. Decision: a page that names itself (`citation_doi`, its canonical
-//! link, `og:url`) is that one work; any other page is the links a reader could follow, its
-//! `<a href>`s.
+//! trackers, share buttons. Decision: a page with a `citation_doi` is that work; one that names
+//! its address (canonical link, `og:url`) is that one page only if it reads as an article
+//! (`citation_title`, `og:type` article, or under [`FEW_LINKS`] links outside nav, header and
+//! footer); any other page, a saved reading list, is the links a reader could follow, its
+//! `<a href>`s, relative ones read against `<base>`, else the address a browser noted when it
+//! saved the page (`<!-- saved from url=(NNNN)… -->`), else the canonical link.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -20,6 +23,9 @@ use super::{Entry, Found, Item, MAX_URL_LEN};
 
 /// The most links of a page kept: a page of more is a dump, not something read.
 const MAX_LINKS: usize = 100_000;
+
+/// Fewer links than this outside a page's nav, header and footer: an article, not a list.
+const FEW_LINKS: usize = 20;
 
 /// The most of a page's title kept.
 const MAX_TITLE_BYTES: usize = 4 * 1024;
@@ -104,9 +110,17 @@ impl TokenSink for Sink {
 #[derive(Default)]
 struct Page {
     doi: Option<String>,
+    citation_title: Option<String>,
+    og_type: Option<String>,
     canonical: Option<String>,
     og_url: Option<String>,
     base: Option<String>,
+    /// The address a browser noted in a comment when it saved the page.
+    saved_from: Option<String>,
+    /// How deep inside nav, header and footer elements the tokenizer is.
+    in_chrome: usize,
+    /// Links outside them.
+    content_links: usize,
     title: Option<String>,
     in_title: bool,
     links: Vec<String>,
@@ -124,6 +138,9 @@ impl Page {
     fn token(&mut self, token: Token) -> TokenSinkResult<()> {
         match token {
             Token::TagToken(tag) => return self.tag(tag),
+            Token::CommentToken(text) if self.saved_from.is_none() => {
+                self.saved_from = saved_from(&text);
+            }
             Token::CharacterTokens(text) if self.in_title => {
                 let title = self.title.get_or_insert_with(String::new);
                 if title.len() < MAX_TITLE_BYTES {
@@ -137,17 +154,23 @@ impl Page {
 
     fn tag(&mut self, tag: Tag) -> TokenSinkResult<()> {
         if tag.kind == TagKind::EndTag {
-            if &*tag.name == "title" {
-                self.in_title = false;
+            match &*tag.name {
+                "title" => self.in_title = false,
+                "nav" | "header" | "footer" => self.in_chrome = self.in_chrome.saturating_sub(1),
+                _ => {}
             }
             return TokenSinkResult::Continue;
         }
         match &*tag.name {
             "a" | "area" if self.links.len() < MAX_LINKS => {
                 if let Some(href) = attr(&tag, "href") {
+                    if self.in_chrome == 0 {
+                        self.content_links += 1;
+                    }
                     self.links.push(href);
                 }
             }
+            "nav" | "header" | "footer" if !tag.self_closing => self.in_chrome += 1,
             "link" => {
                 let canonical = attr(&tag, "rel").is_some_and(|rel| {
                     rel.split_ascii_whitespace()
@@ -163,6 +186,8 @@ impl Page {
                     .map(|n| n.to_ascii_lowercase());
                 let slot = match name.as_deref() {
                     Some("citation_doi") => &mut self.doi,
+                    Some("citation_title") => &mut self.citation_title,
+                    Some("og:type") => &mut self.og_type,
                     Some("og:url") => &mut self.og_url,
                     _ => return TokenSinkResult::Continue,
                 };
@@ -186,16 +211,15 @@ impl Page {
         TokenSinkResult::Continue
     }
 
-    /// `href` as an http(s) address: absolute, or against the page's `<base>` or own address.
-    fn absolute(&self, href: &str, own: Option<&Url>) -> Option<String> {
+    /// `href` as an http(s) address: absolute, or against `base`.
+    fn absolute(href: &str, base: Option<&Url>) -> Option<String> {
         // A link within the page is no other work.
         if href.starts_with('#') {
             return None;
         }
-        let base = self.base.as_deref().and_then(|b| Url::parse(b).ok());
         let url = Url::parse(href)
             .ok()
-            .or_else(|| base.as_ref().or(own).and_then(|b| b.join(href).ok()))?;
+            .or_else(|| base.and_then(|b| b.join(href).ok()))?;
         (matches!(url.scheme(), "http" | "https") && url.as_str().len() <= MAX_URL_LEN)
             .then(|| url.to_string())
     }
@@ -211,7 +235,14 @@ impl Page {
             .as_deref()
             .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
             .filter(|t| !t.is_empty());
-        if self.doi.is_some() || own.is_some() {
+        let article = self.doi.is_some()
+            || self.citation_title.is_some()
+            || self
+                .og_type
+                .as_deref()
+                .is_some_and(|t| t.eq_ignore_ascii_case("article"))
+            || self.content_links < FEW_LINKS;
+        if self.doi.is_some() || (own.is_some() && article) {
             let entry = Entry {
                 doi: self.doi.clone(),
                 url: own.as_ref().map(Url::to_string),
@@ -223,14 +254,31 @@ impl Page {
                 super::entries::EntrySource::Bookmarks,
             )];
         }
+        // Relative links: against `<base>`, else where the page was saved from, else its
+        // canonical address.
+        let base = [&self.base, &self.saved_from, &self.canonical]
+            .into_iter()
+            .flatten()
+            .find_map(|u| Url::parse(u).ok());
         let mut seen = HashSet::new();
         self.links
             .iter()
-            .filter_map(|href| self.absolute(href, None))
+            .filter_map(|href| Self::absolute(href, base.as_ref()))
             .filter(|url| seen.insert(url.clone()))
             .map(|url| super::vet(&url))
             .collect()
     }
+}
+
+/// The address of Chrome's and Internet Explorer's `saved from url=(0042)https://…` comment.
+fn saved_from(comment: &str) -> Option<String> {
+    let rest = comment.trim().strip_prefix("saved from url=(")?;
+    let rest = &rest[rest.find(')')? + 1..];
+    let url = rest.split_whitespace().next()?;
+    Url::parse(url)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .map(|u| u.to_string())
 }
 
 #[cfg(test)]
@@ -283,6 +331,61 @@ mod tests {
             urls(&found),
             ["https://a.example/1", "https://list.example/dir/two"]
         );
+    }
+
+    /// A saved reading list names its own address too: it is its links, not that one page,
+    /// unless it reads as an article.
+    #[test]
+    fn a_page_with_its_own_address_is_that_page_only_if_it_reads_as_an_article() {
+        let links: String = (0..25)
+            .map(|i| format!("<li><a href=\"https://paper.example/{i}\">{i}</a></li>\n"))
+            .collect();
+        let head = r#"<link rel="canonical" href="https://list.example/reading">
+<meta property="og:url" content="https://list.example/reading">"#;
+        let list = format!("<html><head>{head}</head><body><ul>{links}</ul></body></html>");
+        let found = urls(&read_web_page(list.as_bytes()).expect("read"));
+        assert_eq!(found.len(), 25, "{found:?}");
+        assert_eq!(found[0], "https://paper.example/0");
+        for marks in [
+            r#"<meta property="og:type" content="article">"#,
+            r#"<meta name="citation_title" content="A study">"#,
+        ] {
+            let article = format!("<html><head>{head}{marks}</head><body>{links}</body></html>");
+            assert_eq!(
+                urls(&read_web_page(article.as_bytes()).expect("read")),
+                ["https://list.example/reading"],
+                "{marks}"
+            );
+        }
+        // Links in its nav, header and footer do not make a page a list.
+        let nav = format!(
+            "<html><head>{head}</head><body><nav>{links}</nav><p><a href=\"/x\">x</a></p>\
+             <footer>{links}</footer></body></html>"
+        );
+        assert_eq!(
+            urls(&read_web_page(nav.as_bytes()).expect("read")),
+            ["https://list.example/reading"]
+        );
+    }
+
+    /// Without `<base>`, relative links are read against the address a browser noted when it
+    /// saved the page, else against the canonical link (they were dropped).
+    #[test]
+    fn relative_links_are_read_against_where_the_page_was_saved_from() {
+        let links: String = (0..20)
+            .map(|i| format!("<a href=\"p/{i}\">{i}</a>"))
+            .collect();
+        let saved = format!(
+            "<!-- saved from url=(0029)https://saved.example/list/ -->\n<html><head>\
+             <link rel=\"canonical\" href=\"https://canon.example/\"></head><body>{links}\
+             </body></html>"
+        );
+        let found = urls(&read_web_page(saved.as_bytes()).expect("read"));
+        assert_eq!(found.len(), 20, "{found:?}");
+        assert_eq!(found[0], "https://saved.example/list/p/0");
+        let canonical = saved.replace("saved from url=(0029)https://saved.example/list/", "");
+        let found = urls(&read_web_page(canonical.as_bytes()).expect("read"));
+        assert_eq!(found[0], "https://canon.example/p/0");
     }
 
     #[test]

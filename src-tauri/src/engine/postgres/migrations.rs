@@ -16,6 +16,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations-postgres/0008_claims_wait_for_a_host_a_while.sql"),
     include_str!("../../../migrations-postgres/0009_search_words_as_gleaner_splits_them.sql"),
     include_str!("../../../migrations-postgres/0010_search_keeps_marks_fts5_keeps.sql"),
+    include_str!("../../../migrations-postgres/0011_arxiv_key_without_class.sql"),
 ];
 
 /// The lock every migrating member takes (an arbitrary key of Gleaner's own).
@@ -71,4 +72,56 @@ pub(super) fn check_version(found: i64) -> Result<()> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::intake::Identifier;
+    use crate::engine::postgres::PgStore;
+    use crate::engine::postgres::testing::{execute, fresh_database_url};
+    use crate::engine::queue::{Enqueued, NewJob, Queue};
+
+    /// A lab's jobs queued under an old-style arXiv id's old key (its subject class in it) are
+    /// still found as duplicates once the key leaves the class out (migration 0011).
+    #[test]
+    fn an_old_style_arxiv_job_keeps_its_duplicate_check_after_the_key_changed() {
+        let url = fresh_database_url();
+        let store = PgStore::open(&url, "m").expect("open");
+        let old = |url: &str, key: &str| NewJob {
+            url: url.into(),
+            url_key: key.into(),
+            host: "arxiv.org".into(),
+            reference: None,
+        };
+        store
+            .enqueue(
+                None,
+                &[
+                    old("arxiv:math.GT/0309136", "arxiv:math.gt/0309136"),
+                    old("arxiv:hep-th/9901001", "arxiv:hep-th/9901001"),
+                    old("arxiv:2101.00001", "arxiv:2101.00001"),
+                ],
+                5,
+                1,
+            )
+            .expect("jobs under the old keys");
+        drop(store);
+        // As migration 0011 found them: written by a Gleaner before it.
+        execute(&url, "DELETE FROM gleaner_schema WHERE version = 11");
+        let store = PgStore::open(&url, "m").expect("migrate");
+        for given in ["math.GT/0309136v2", "hep-th/9901001", "2101.00001"] {
+            let key = Identifier::Arxiv(given.into()).key();
+            let again = NewJob {
+                url: format!("arxiv:{given}"),
+                url_key: key.clone(),
+                host: "arxiv.org".into(),
+                reference: None,
+            };
+            let out = store.enqueue(None, &[again], 5, 2).expect("enqueue");
+            assert!(
+                matches!(out[..], [Enqueued::Duplicate { .. }]),
+                "{key}: {out:?}"
+            );
+        }
+    }
 }

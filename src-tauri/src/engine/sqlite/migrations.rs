@@ -61,6 +61,9 @@ pub fn migrations() -> Migrations<'static> {
             include_str!("../../../migrations/0023_search_words_keep_their_marks.sql"),
             super::search::copy_into_new_index,
         ),
+        M::up(include_str!(
+            "../../../migrations/0024_arxiv_key_without_class.sql"
+        )),
     ])
 }
 
@@ -136,6 +139,49 @@ mod tests {
     use crate::engine::queue::{Liveness, Success};
     use crate::engine::sqlite::Store;
     use crate::engine::sqlite::testing::job;
+
+    /// An old-style arXiv job queued before its key lost the subject class is still found as
+    /// a duplicate: a .bib dropped again queued those papers twice.
+    #[test]
+    fn an_old_style_arxiv_job_keeps_its_duplicate_check_after_the_key_changed() {
+        use crate::engine::intake::Identifier;
+        use crate::engine::queue::{Enqueued, NewJob};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("old.db");
+        {
+            let mut conn = Connection::open(&path).expect("open");
+            migrations().to_version(&mut conn, 22).expect("v22");
+            conn.execute_batch(
+                "INSERT INTO jobs (id, url, url_key, host, status, run_at, max_retries, \
+                     budget_started_at, created_at, updated_at) VALUES \
+                 (1, 'arxiv:math.GT/0309136', 'arxiv:math.gt/0309136', 'arxiv.org', 'done', \
+                     1, 5, 1, 1, 1), \
+                 (2, 'arxiv:hep-th/9901001', 'arxiv:hep-th/9901001', 'arxiv.org', 'done', \
+                     1, 5, 1, 1, 1), \
+                 (3, 'arxiv:2101.00001', 'arxiv:2101.00001', 'arxiv.org', 'done', 1, 5, 1, 1, 1);",
+            )
+            .expect("jobs under the old keys");
+        }
+        let store = Store::open(&path).expect("migrate");
+        for (id, given) in [
+            (1, "math.GT/0309136v2"),
+            (2, "hep-th/9901001"),
+            (3, "2101.00001"),
+        ] {
+            let key = Identifier::Arxiv(given.into()).key();
+            let again = NewJob {
+                url: format!("arxiv:{given}"),
+                url_key: key.clone(),
+                host: "arxiv.org".into(),
+                reference: None,
+            };
+            let out = store.enqueue(None, &[again], 5, 2).expect("enqueue");
+            assert!(
+                matches!(out[..], [Enqueued::Duplicate { id: d, .. }] if d == id),
+                "{key}: {out:?}"
+            );
+        }
+    }
 
     /// A job waiting on a rate limit when Gleaner is upgraded takes, as the start of its day
     /// of waiting, its first rate limit since its budget started (not one of an old budget).

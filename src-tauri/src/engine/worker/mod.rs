@@ -101,10 +101,12 @@ pub struct Worker {
     held: Mutex<Vec<i64>>,
     /// When it was last compared with the file at the path (boot clock).
     database_checked_at: std::sync::atomic::AtomicI64,
-    /// When the last stall cleared (boot clock), the probes it had taken, when it began, and
-    /// the room its probe wanted.
-    last_stall: Mutex<Option<(Millis, u32, Millis, u64)>>,
+    last_stall: Mutex<Option<LastStall>>,
 }
+
+/// When the last stall cleared (boot clock), the probes it had taken, when it began, the room
+/// its probe wanted, and its kind.
+type LastStall = (Millis, u32, Millis, u64, super::queue::StallKind);
 
 /// A body above this is extracted only while no other such body is: extraction's peak is
 /// many times the body (BENCHMARKS.md §2), and four at once would not fit a laptop.

@@ -332,6 +332,10 @@ impl Worker {
             .ok()
             .and_then(|l| *l)
             .filter(|&(at, ..)| boot - at < STALL_MEMORY.as_millis() as Millis);
+        // Only a full disk that came back wants more room: a database or a library that comes
+        // and goes (flaky Wi-Fi, a backup tool's lock) would otherwise never have enough.
+        let full_again = kind == StallKind::DiskFull
+            && recent.is_some_and(|(.., last)| last == StallKind::DiskFull);
         let probes = slot
             .as_ref()
             .map(|s| s.state.probes + 1)
@@ -349,14 +353,18 @@ impl Worker {
                 worker: self.owner.clone(),
             },
             // And its patience: `--until-idle` gives up on a cause that keeps coming back.
-            began_boot: recent.map_or(boot, |(_, _, began, _)| began),
+            began_boot: recent.map_or(boot, |(_, _, began, ..)| began),
             recorded: false,
             room: None,
             // The probe passed and the work failed again: it wants twice the room this time.
-            want: recent.map_or(PROBE_FREE_BYTES, |(.., want)| {
-                want.saturating_mul(2).min(PROBE_FREE_MAX)
-            }),
+            want: match recent {
+                Some((.., want, _)) if full_again => want.saturating_mul(2).min(PROBE_FREE_MAX),
+                _ => PROBE_FREE_BYTES,
+            },
         });
+        if stall.state.kind != kind {
+            stall.want = PROBE_FREE_BYTES;
+        }
         stall.state.kind = kind;
         stall.state.reason = reason;
         stall.state.probes = probes;
@@ -395,6 +403,7 @@ impl Worker {
                 stall.state.probes,
                 stall.began_boot,
                 stall.want,
+                stall.state.kind,
             ));
         }
         tracing::info!(

@@ -305,6 +305,39 @@ async fn a_stall_that_comes_back_right_after_clearing_wants_more_room_each_time(
     assert_eq!(w.probe_want(), stall::PROBE_FREE_BYTES);
 }
 
+/// A database that comes and goes (flaky Wi-Fi to PostgreSQL, SQLite locked by a backup tool)
+/// does not make the probe want more room each time: only a full disk that comes back does,
+/// and a stall that changes kind starts from a page's worth again.
+#[tokio::test]
+async fn a_flapping_database_does_not_make_the_probe_want_more_room() {
+    use crate::engine::queue::StallKind;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let clock = ManualClock::new(1_000_000);
+    let w = Worker::new(
+        Arc::new(Store::open_in_memory().expect("store")),
+        clock.clone(),
+        Library::new(dir.path().join("library")),
+        Policy::default(),
+    )
+    .expect("worker");
+    w.stall_again(StallKind::Database, "locked".into());
+    for _ in 0..5 {
+        w.clear_stall();
+        w.stall_again(StallKind::Database, "locked".into());
+        assert_eq!(w.probe_want(), stall::PROBE_FREE_BYTES);
+    }
+    // A full disk after a database stall starts afresh, then doubles as it comes back.
+    w.clear_stall();
+    w.stall_again(StallKind::DiskFull, "full".into());
+    assert_eq!(w.probe_want(), stall::PROBE_FREE_BYTES);
+    w.clear_stall();
+    w.stall_again(StallKind::DiskFull, "full".into());
+    assert_eq!(w.probe_want(), stall::PROBE_FREE_BYTES << 1);
+    // The same stall turning into a database one wants a page's worth again.
+    w.stall_again(StallKind::Database, "locked".into());
+    assert_eq!(w.probe_want(), stall::PROBE_FREE_BYTES);
+}
+
 /// A clock set back while offline does not hold the next probe back by the jump when another
 /// process (the window, a CLI command) reconciled the queue with the clock first, and so the
 /// store reports no jump to this worker (DESIGN.md: a clock set back does not leave jobs
