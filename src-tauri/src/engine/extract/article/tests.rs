@@ -597,3 +597,22 @@ fn a_short_post_is_kept_instead_of_a_column_of_lists() {
     assert_has(&text, "Queen Michelle");
     assert_lacks(&text, "the shop we visit every month");
 }
+
+#[test]
+fn a_short_post_whose_heading_is_not_the_title_is_found_by_its_h2() {
+    let page = short_post_beside_lists()
+        .replace(
+            "<title>Kingdom Of Style: Stud Love</title>",
+            "<title>Boots | Kingdom</title>",
+        )
+        .replace("<h3>Stud Love</h3>", "<h2>Studs for winter</h2>")
+        .replace(
+            "<p>Queen Michelle</p>",
+            "<p>Queen Michelle, out in the snow</p>",
+        );
+    assert!(page.contains("<h2>Studs for winter</h2>"), "{page}");
+    let text = markdown(page.as_bytes(), "");
+    assert_has(&text, "I heart you, shiny boots.");
+    assert_has(&text, "Queen Michelle");
+    assert_lacks(&text, "the shop we visit every month");
+}
