@@ -351,6 +351,11 @@ impl Blocks {
         let (mut before, mut after) = (Vec::new(), Vec::new());
         for i in outside {
             let block = &self.0[i];
+            // A copyright line after the container starts the page's footer: the little after
+            // it (a disclaimer, an address) is not read.
+            if i > first_inside && self.footer_from(i) {
+                break;
+            }
             if block.chrome
                 || block.chars < MIN_CHARS
                 || block.link_chars as f64 >= MAX_LINK_SHARE * block.chars as f64
@@ -368,6 +373,23 @@ impl Blocks {
             }
         }
         Some((before, after))
+    }
+}
+
+/// The most words of a copyright line that starts a footer ([`Blocks::footer_from`]), and
+/// the most words after it.
+const FOOTER_LINE_WORDS: usize = 30;
+const FOOTER_WORDS: usize = 150;
+
+impl Blocks {
+    /// Whether block `i` is a short copyright line with little text after it: the page's
+    /// footer starts there. (A long one is an article's licence; one followed by much text
+    /// closes an article that comments follow.)
+    fn footer_from(&self, i: usize) -> bool {
+        let block = &self.0[i];
+        block.words <= FOOTER_LINE_WORDS
+            && is_copyright(&block.text)
+            && self.0[i + 1..].iter().map(|b| b.words).sum::<usize>() <= FOOTER_WORDS
     }
 }
 
@@ -409,10 +431,14 @@ fn runs(text: &str) -> impl Iterator<Item = u64> + '_ {
     })
 }
 
-/// A line of copyright: the site's, not its text.
+/// A line of copyright: the site's, not its text. "Ã©" is an "é" read as Latin-1, not a
+/// copyright sign.
 fn is_copyright(text: &str) -> bool {
     let lower = text.to_lowercase();
-    lower.contains('©') || lower.contains("copyright") || lower.contains("all rights reserved")
+    let sign = lower
+        .match_indices('©')
+        .any(|(i, _)| !lower[..i].ends_with(['ã', 'Ã']));
+    sign || lower.contains("copyright") || lower.contains("all rights reserved")
 }
 
 /// The runs' hashes are hashes already: the set takes them as they are.

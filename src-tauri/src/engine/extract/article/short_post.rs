@@ -85,9 +85,6 @@ fn title_heading<'a>(
     page: Option<&url::Url>,
 ) -> Option<NodeRef<'a>> {
     let parts = title_parts(dom);
-    if parts.is_empty() {
-        return None;
-    }
     // (links elsewhere, squashed length, rank): a heading that is no link wins (a linked one
     // names another page: the site's front, or the post's own permalink), then the longest,
     // then the highest rank, then the first.
@@ -106,7 +103,20 @@ fn title_heading<'a>(
             best = Some((links, text.len(), rank, h));
         }
     }
-    best.map(|(_, _, _, h)| h)
+    best.map(|(_, _, _, h)| h).or_else(|| {
+        // No heading repeats the title: the first `h2` of three words or more that is no
+        // link and in no list names the post (an `h1` is as often the site's name; an
+        // `h1` here emptied a Dragnet page).
+        headings
+            .iter()
+            .filter(|(rank, _)| *rank == 1)
+            .map(|(_, h)| *h)
+            .find(|h| {
+                words(&h.text()).len() >= 3
+                    && !h.descendants_it().any(|a| walk::named(&a, &["a"]))
+                    && !h.ancestors_it(None).any(|a| a.has_name("li"))
+            })
+    })
 }
 
 /// The short post around the title's heading: its nearest container with more than the

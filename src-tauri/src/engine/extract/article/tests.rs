@@ -541,6 +541,21 @@ fn a_page_laid_out_in_a_table_keeps_the_text_of_its_other_cells() {
 }
 
 #[test]
+fn a_table_laid_page_is_not_read_past_its_copyright_line() {
+    let page = table_layout_page(true).replace(
+        "<td>© 2005 The County Archive Trust, a registered charity \
+         in England and Wales; all rights reserved.</td>",
+        "<td><p>© 2005 The County Archive Trust. All rights reserved.</p>\
+         <p>The information on this site is given in good faith and is no substitute for the \
+         advice of a qualified archivist or of a lawyer.</p></td>",
+    );
+    assert!(page.contains("given in good faith"), "{page}");
+    let text = markdown(page.as_bytes(), "https://archive.example/about.html");
+    assert_has(&text, "The reading room opens at nine on weekdays");
+    assert_lacks(&text, "given in good faith");
+}
+
+#[test]
 fn an_article_outside_a_table_is_not_read_beyond_its_container() {
     let text = markdown(
         table_layout_page(false).as_bytes(),
@@ -578,6 +593,25 @@ fn short_post_beside_lists() -> String {
 #[test]
 fn a_short_post_is_kept_instead_of_a_column_of_lists() {
     let text = markdown(short_post_beside_lists().as_bytes(), "");
+    assert_has(&text, "I heart you, shiny boots.");
+    assert_has(&text, "Queen Michelle");
+    assert_lacks(&text, "the shop we visit every month");
+}
+
+#[test]
+fn a_short_post_whose_heading_is_not_the_title_is_found_by_its_h2() {
+    let page = short_post_beside_lists()
+        .replace(
+            "<title>Kingdom Of Style: Stud Love</title>",
+            "<title>Boots | Kingdom</title>",
+        )
+        .replace("<h3>Stud Love</h3>", "<h2>Studs for winter</h2>")
+        .replace(
+            "<p>Queen Michelle</p>",
+            "<p>Queen Michelle, out in the snow</p>",
+        );
+    assert!(page.contains("<h2>Studs for winter</h2>"), "{page}");
+    let text = markdown(page.as_bytes(), "");
     assert_has(&text, "I heart you, shiny boots.");
     assert_has(&text, "Queen Michelle");
     assert_lacks(&text, "the shop we visit every month");
