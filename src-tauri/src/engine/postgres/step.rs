@@ -461,7 +461,7 @@ mod tests {
     use crate::engine::clock::ManualClock;
     use crate::engine::policy::{HostIntervals, Policy};
     use crate::engine::postgres::PgStore;
-    use crate::engine::postgres::testing::fresh_database_url;
+    use crate::engine::postgres::testing::{fresh_database_url, open_transaction};
     use crate::engine::queue::{ClaimRequest, Queue};
     use crate::engine::sqlite::testing::job;
 
@@ -479,24 +479,10 @@ mod tests {
             .collect();
         // The member's clock stands still: only the wait on the server moves the start on.
         let clock = ManualClock::new(1_000);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let other = rt.block_on(async {
-            let (client, connection) = url
-                .parse::<tokio_postgres::Config>()
-                .expect("address")
-                .connect(tokio_postgres::NoTls)
-                .await
-                .expect("another member");
-            tokio::spawn(connection);
-            client
-                .batch_execute("BEGIN; SELECT 1 FROM hosts WHERE host = 'arxiv.example' FOR UPDATE")
-                .await
-                .expect("the other member's lock");
-            client
-        });
+        let (rt, other) = open_transaction(
+            &url,
+            "BEGIN; SELECT 1 FROM hosts WHERE host = 'arxiv.example' FOR UPDATE",
+        );
         let held = Duration::from_millis(600);
         let claimed = std::thread::scope(|scope| {
             let waiting = scope.spawn(|| {
@@ -536,25 +522,11 @@ mod tests {
         let store = PgStore::open(&url, "m").expect("open");
         let jobs = [job("http://arxiv.example/1"), job("http://other.example/1")];
         store.enqueue(None, &jobs, 5, 0).expect("enqueue");
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
         // Held for the whole test: never committed.
-        let _stalled = rt.block_on(async {
-            let (client, connection) = url
-                .parse::<tokio_postgres::Config>()
-                .expect("address")
-                .connect(tokio_postgres::NoTls)
-                .await
-                .expect("another member");
-            tokio::spawn(connection);
-            client
-                .batch_execute("BEGIN; SELECT 1 FROM hosts WHERE host = 'arxiv.example' FOR UPDATE")
-                .await
-                .expect("the other member's lock");
-            client
-        });
+        let (rt, _stalled) = open_transaction(
+            &url,
+            "BEGIN; SELECT 1 FROM hosts WHERE host = 'arxiv.example' FOR UPDATE",
+        );
         let intervals = HostIntervals::default();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::scope(|scope| {
@@ -622,29 +594,15 @@ mod tests {
             .expect("claim")
             .claimed;
         assert_eq!(gone.len(), 1);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
         // A retry of the first job, as the store makes it: the job pending, the batch's row
         // written, not yet committed.
-        let retrying = rt.block_on(async {
-            let (client, connection) = url
-                .parse::<tokio_postgres::Config>()
-                .expect("address")
-                .connect(tokio_postgres::NoTls)
-                .await
-                .expect("another member");
-            tokio::spawn(connection);
-            client
-                .batch_execute(&format!(
-                    "BEGIN; UPDATE jobs SET status = 'pending' WHERE url = 'http://a.example/1'; \
+        let (rt, retrying) = open_transaction(
+            &url,
+            &format!(
+                "BEGIN; UPDATE jobs SET status = 'pending' WHERE url = 'http://a.example/1'; \
                      UPDATE batches SET open = true WHERE id = {batch}"
-                ))
-                .await
-                .expect("the retry");
-            client
-        });
+            ),
+        );
         std::thread::scope(|scope| {
             let recovering = scope.spawn(|| {
                 store.recover(&Policy::default(), 60_000, &|_| {
@@ -770,28 +728,14 @@ mod tests {
             .claim("w", 0, lease, 2)
             .expect("claim")
             .expect("a job");
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
         // The step committing the first job's outcome, mid-upload.
-        let step = rt.block_on(async {
-            let (client, connection) = url
-                .parse::<tokio_postgres::Config>()
-                .expect("address")
-                .connect(tokio_postgres::NoTls)
-                .await
-                .expect("connect");
-            tokio::spawn(connection);
-            client
-                .batch_execute(&format!(
-                    "BEGIN; SELECT 1 FROM jobs WHERE id = {} FOR UPDATE",
-                    first.job_id
-                ))
-                .await
-                .expect("the step's lock");
-            client
-        });
+        let (rt, step) = open_transaction(
+            &url,
+            &format!(
+                "BEGIN; SELECT 1 FROM jobs WHERE id = {} FOR UPDATE",
+                first.job_id
+            ),
+        );
         let started = std::time::Instant::now();
         let renewed = store
             .refresh("w", &[first.job_id, second.job_id], 600_000)

@@ -59,6 +59,31 @@ pub fn execute(url: &str, sql: &str) {
     .expect("statement thread");
 }
 
+/// Another member's connection with a transaction that `sql` begins and leaves open (a row
+/// locked, a write not yet committed), and the runtime that drives it: the test ends it with
+/// `rt.block_on(client.batch_execute("COMMIT"))`, or by dropping them.
+pub fn open_transaction(url: &str, sql: &str) -> (tokio::runtime::Runtime, tokio_postgres::Client) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let client = rt.block_on(async {
+        let (client, connection) = url
+            .parse::<tokio_postgres::Config>()
+            .expect("address")
+            .connect(NoTls)
+            .await
+            .expect("another member");
+        tokio::spawn(connection);
+        client
+            .batch_execute(sql)
+            .await
+            .expect("the open transaction");
+        client
+    });
+    (rt, client)
+}
+
 /// The variable that names the root certificate of the test server's TLS certificate.
 pub const TEST_ROOT_CERT_ENV: &str = "GLEANER_TEST_PG_ROOTCERT";
 
