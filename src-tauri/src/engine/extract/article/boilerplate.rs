@@ -52,7 +52,12 @@ fn is_cell(node: &NodeRef) -> bool {
 pub(super) fn remove(root: &NodeRef) {
     let mut links = Vec::new();
     let mut chrome = Vec::new();
+    let mut boxes = Vec::new();
     let total = count(root, &mut |node, c, before| {
+        if names_author_box(node) {
+            boxes.push((*node, c.chars));
+            return;
+        }
         let headlines = is_block(node)
             && c.links >= HEADLINE_LINKS
             && c.link_dense(6)
@@ -61,7 +66,7 @@ pub(super) fn remove(root: &NodeRef) {
             && c.links >= TAG_LINKS
             && c.link_dense(6)
             && c.link_words <= TAG_WORDS * c.links
-            && c.words.saturating_sub(c.link_words) <= TAG_OTHER_WORDS
+            && c.words.saturating_sub(c.link_words) <= TAG_OTHER_WORDS + c.links
             && before >= TAG_AFTER_WORDS;
         if (headlines && !is_reference_list(node)) || tags {
             links.push((*node, c.chars));
@@ -74,7 +79,7 @@ pub(super) fn remove(root: &NodeRef) {
             chrome.push(*node);
         }
     });
-    for (node, chars) in links {
+    for (node, chars) in links.into_iter().chain(boxes) {
         if chars * 2 < total.chars {
             node.remove_from_parent();
         }
@@ -86,6 +91,24 @@ pub(super) fn remove(root: &NodeRef) {
             node.remove_from_parent();
         }
     }
+}
+
+/// Marks the boxes about the article's author found before Readability, which drops the
+/// classes that name them; the clean-up takes them out. Their elements are marked too:
+/// Readability puts a `div`'s only paragraph in its place.
+pub(super) fn mark_author_boxes(boxes: &[NodeRef]) {
+    for node in boxes {
+        let inner: Vec<NodeRef> = walk::elements(node).collect();
+        for n in inner.iter().chain(std::iter::once(node)) {
+            n.set_attr(AUTHOR_BOX, "");
+        }
+    }
+}
+
+const AUTHOR_BOX: &str = "data-gleaner-author-box";
+
+fn names_author_box(node: &NodeRef) -> bool {
+    node.has_attr(AUTHOR_BOX)
 }
 
 /// Headings over a list of works cited: its titles are links, as other articles' headlines
@@ -137,6 +160,10 @@ const CHROME_STARTS: &[&str] = &[
     "bookmark this",
     "bookmark the permalink",
     "trackback url",
+    "trackback-url",
+    "comments feed",
+    "comments rss",
+    "rss feed for comments",
     "related posts",
     "related articles",
     "related stories",

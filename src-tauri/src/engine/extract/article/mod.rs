@@ -54,6 +54,7 @@ pub(crate) fn read(
     let survey = walk::survey(&dom);
     math::keep_mathjax(&survey.tex_scripts);
     breaks_in_code(&survey.pres);
+    boilerplate::mark_author_boxes(&survey.author_boxes);
     // Before Readability, which drops MediaWiki's MathML (hidden for screen readers).
     let formulas = match walk::part(&dom, "body") {
         Some(body) => {

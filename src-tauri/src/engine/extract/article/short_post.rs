@@ -83,7 +83,7 @@ fn title_heading<'a>(
     dom: &Document,
     headings: &[(usize, NodeRef<'a>)],
     page: Option<&url::Url>,
-) -> Option<NodeRef<'a>> {
+) -> Option<(NodeRef<'a>, bool)> {
     let parts = title_parts(dom);
     // (links elsewhere, squashed length, rank): a heading that is no link wins (a linked one
     // names another page: the site's front, or the post's own permalink), then the longest,
@@ -103,19 +103,24 @@ fn title_heading<'a>(
             best = Some((links, text.len(), rank, h));
         }
     }
-    best.map(|(_, _, _, h)| h).or_else(|| {
-        // No heading repeats the title: the first `h2` of three words or more that is no
-        // link and in no list names the post (an `h1` is as often the site's name; an
-        // `h1` here emptied a Dragnet page).
+    if let Some((_, _, _, h)) = best {
+        return Some((h, false));
+    }
+    // No heading repeats the title: the first `h2` of three words or more that is no link
+    // and in no list names the post (an `h1` is as often the site's name; an `h1` here
+    // emptied a Dragnet page); failing any, the first such `h1`.
+    let named = |h: &NodeRef| {
+        words(&h.text()).len() >= 3
+            && !h.descendants_it().any(|a| walk::named(&a, &["a"]))
+            && !h.ancestors_it(None).any(|a| a.has_name("li"))
+    };
+    [1, 0].into_iter().find_map(|want| {
         headings
             .iter()
-            .filter(|(rank, _)| *rank == 1)
+            .filter(|(rank, _)| *rank == want)
             .map(|(_, h)| *h)
-            .find(|h| {
-                words(&h.text()).len() >= 3
-                    && !h.descendants_it().any(|a| walk::named(&a, &["a"]))
-                    && !h.ancestors_it(None).any(|a| a.has_name("li"))
-            })
+            .find(|h| named(h))
+            .map(|h| (h, true))
     })
 }
 
@@ -129,7 +134,7 @@ pub(super) fn find(
     page: Option<&str>,
 ) -> Option<ShortPost> {
     let page = page.and_then(|p| url::Url::parse(p).ok());
-    let heading = title_heading(dom, headings, page.as_ref())?;
+    let (heading, fallback) = title_heading(dom, headings, page.as_ref())?;
     let heading_words = walk::words_up_to(&heading, MOST_WORDS);
     let mut post = heading;
     loop {
@@ -144,6 +149,15 @@ pub(super) fn find(
         if n >= 2 * heading_words + 5 {
             break;
         }
+    }
+    // A heading found without the title's help over a form names the form ("Email this
+    // post"), not a post.
+    if fallback
+        && post
+            .descendants_it()
+            .any(|d| walk::named(&d, &["form", "input", "textarea", "select"]))
+    {
+        return None;
     }
     Some(ShortPost {
         html: post.html().to_string(),
