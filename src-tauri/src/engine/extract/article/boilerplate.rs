@@ -98,6 +98,11 @@ pub(super) fn remove(root: &NodeRef) {
 /// Readability puts a `div`'s only paragraph in its place.
 pub(super) fn mark_author_boxes(boxes: &[NodeRef]) {
     for node in boxes {
+        // A box of more words is a wrapper whose name mentions one ("post has-author-box"),
+        // and its paragraphs would each go, each under half the article.
+        if walk::words_up_to(node, AUTHOR_BOX_WORDS) > AUTHOR_BOX_WORDS {
+            continue;
+        }
         let inner: Vec<NodeRef> = walk::elements(node).collect();
         for n in inner.iter().chain(std::iter::once(node)) {
             n.set_attr(AUTHOR_BOX, "");
@@ -106,6 +111,9 @@ pub(super) fn mark_author_boxes(boxes: &[NodeRef]) {
 }
 
 const AUTHOR_BOX: &str = "data-gleaner-author-box";
+
+/// The most words a box about the author has.
+const AUTHOR_BOX_WORDS: usize = 150;
 
 fn names_author_box(node: &NodeRef) -> bool {
     node.has_attr(AUTHOR_BOX)

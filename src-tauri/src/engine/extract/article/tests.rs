@@ -674,6 +674,14 @@ fn a_box_about_the_author_goes() {
         assert_has(&text, "The last paragraph of the post.");
         assert_lacks(&text, "Jane Doe writes");
     }
+    // A wrapper whose name mentions an author's box holds the article: it stays.
+    let paragraphs = format!("<p>{FILLER}</p>").repeat(3);
+    let text = article_with(&format!(
+        "<div class=\"entry has-author-box\">{paragraphs}<p>The last paragraph of the \
+         post.</p></div>"
+    ));
+    assert_has(&text, "The last paragraph of the post.");
+    assert_has(&text, "how deep it was buried");
     // An element whose name says nothing of a box about the author stays.
     let text = article_with(
         "<p>The last paragraph of the post.</p><div class=\"author-notes\"><p>Jane Doe \
