@@ -425,54 +425,43 @@ pub(super) async fn job_tags(db: &Db, job_id: i64) -> Result<Vec<String>> {
     Ok(list_of(rows.first().and_then(|r| r.get(0))))
 }
 
-pub(super) async fn tag_counts(db: &Db) -> Result<Vec<(String, u64)>> {
-    let rows = db
-        .client()
-        .await?
-        .query_rows(
-            "SELECT min(name), count(*) FROM job_tags GROUP BY tag ORDER BY count(*) DESC, tag",
-            &[],
-        )
-        .await?;
+/// Names with their counts, from a query whose rows are (text, bigint).
+async fn named_counts(db: &Db, sql: &str) -> Result<Vec<(String, u64)>> {
+    let rows = db.client().await?.query_rows(sql, &[]).await?;
     Ok(rows
         .iter()
         .map(|r| (r.get(0), r.get::<_, i64>(1) as u64))
         .collect())
+}
+
+pub(super) async fn tag_counts(db: &Db) -> Result<Vec<(String, u64)>> {
+    named_counts(
+        db,
+        "SELECT min(name), count(*) FROM job_tags GROUP BY tag ORDER BY count(*) DESC, tag",
+    )
+    .await
 }
 
 pub(super) async fn library_tag_counts(db: &Db) -> Result<Vec<(String, u64)>> {
-    let rows = db
-        .client()
-        .await?
-        .query_rows(
-            "SELECT min(t.name), count(*) FROM job_tags t \
-                 JOIN library l ON l.job_id = t.job_id JOIN jobs j ON j.id = t.job_id \
-             WHERE j.document IS NOT NULL GROUP BY t.tag ORDER BY count(*) DESC, t.tag",
-            &[],
-        )
-        .await?;
-    Ok(rows
-        .iter()
-        .map(|r| (r.get(0), r.get::<_, i64>(1) as u64))
-        .collect())
+    named_counts(
+        db,
+        "SELECT min(t.name), count(*) FROM job_tags t \
+             JOIN library l ON l.job_id = t.job_id JOIN jobs j ON j.id = t.job_id \
+         WHERE j.document IS NOT NULL GROUP BY t.tag ORDER BY count(*) DESC, t.tag",
+    )
+    .await
 }
 
 pub(super) async fn library_hosts(db: &Db) -> Result<Vec<crate::engine::queue::HostCount>> {
-    let rows = db
-        .client()
-        .await?
-        .query_rows(
-            "SELECT j.host, count(*) FROM library l JOIN jobs j ON j.id = l.job_id \
-             WHERE j.document IS NOT NULL GROUP BY j.host ORDER BY j.host",
-            &[],
-        )
-        .await?;
-    Ok(rows
-        .iter()
-        .map(|r| crate::engine::queue::HostCount {
-            host: r.get(0),
-            jobs: r.get::<_, i64>(1) as u64,
-        })
+    let hosts = named_counts(
+        db,
+        "SELECT j.host, count(*) FROM library l JOIN jobs j ON j.id = l.job_id \
+         WHERE j.document IS NOT NULL GROUP BY j.host ORDER BY j.host",
+    )
+    .await?;
+    Ok(hosts
+        .into_iter()
+        .map(|(host, jobs)| crate::engine::queue::HostCount { host, jobs })
         .collect())
 }
 

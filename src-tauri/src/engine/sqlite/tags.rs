@@ -84,47 +84,41 @@ impl Store {
             .unwrap_or_default())
     }
 
-    pub fn tag_counts(&self) -> Result<Vec<(String, u64)>> {
+    /// Names with their counts, from a query whose rows are (text, integer).
+    fn named_counts(&self, sql: &str) -> Result<Vec<(String, u64)>> {
         let conn = self.conn()?;
         let counts = conn
-            .prepare_cached(
-                "SELECT min(name), count(*) FROM job_tags GROUP BY tag \
-                 ORDER BY count(*) DESC, tag",
-            )?
+            .prepare_cached(sql)?
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?;
         Ok(counts)
+    }
+
+    pub fn tag_counts(&self) -> Result<Vec<(String, u64)>> {
+        self.named_counts(
+            "SELECT min(name), count(*) FROM job_tags GROUP BY tag \
+             ORDER BY count(*) DESC, tag",
+        )
     }
 
     pub fn library_tag_counts(&self) -> Result<Vec<(String, u64)>> {
-        let conn = self.conn()?;
-        let counts = conn
-            .prepare_cached(
-                "SELECT min(t.name), count(*) FROM job_tags t \
-                     JOIN library_meta lm ON lm.job_id = t.job_id \
-                     JOIN jobs j ON j.id = t.job_id \
-                 WHERE j.document IS NOT NULL GROUP BY t.tag ORDER BY count(*) DESC, t.tag",
-            )?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(counts)
+        self.named_counts(
+            "SELECT min(t.name), count(*) FROM job_tags t \
+                 JOIN library_meta lm ON lm.job_id = t.job_id \
+                 JOIN jobs j ON j.id = t.job_id \
+             WHERE j.document IS NOT NULL GROUP BY t.tag ORDER BY count(*) DESC, t.tag",
+        )
     }
 
     pub fn library_hosts(&self) -> Result<Vec<crate::engine::queue::HostCount>> {
-        let conn = self.conn()?;
-        let hosts = conn
-            .prepare_cached(
-                "SELECT j.host, count(*) FROM library_meta lm JOIN jobs j ON j.id = lm.job_id \
-                 WHERE j.document IS NOT NULL GROUP BY j.host ORDER BY j.host",
-            )?
-            .query_map([], |r| {
-                Ok(crate::engine::queue::HostCount {
-                    host: r.get(0)?,
-                    jobs: r.get(1)?,
-                })
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(hosts)
+        let hosts = self.named_counts(
+            "SELECT j.host, count(*) FROM library_meta lm JOIN jobs j ON j.id = lm.job_id \
+             WHERE j.document IS NOT NULL GROUP BY j.host ORDER BY j.host",
+        )?;
+        Ok(hosts
+            .into_iter()
+            .map(|(host, jobs)| crate::engine::queue::HostCount { host, jobs })
+            .collect())
     }
 
     pub fn set_tags(&self, job_id: i64, tags: &[String]) -> Result<Option<Vec<String>>> {

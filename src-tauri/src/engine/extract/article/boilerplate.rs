@@ -54,7 +54,7 @@ pub(super) fn remove(root: &NodeRef) {
     let mut chrome = Vec::new();
     let mut boxes = Vec::new();
     let total = count(root, &mut |node, c, before| {
-        if names_author_box(node) {
+        if node.has_attr(AUTHOR_BOX) {
             boxes.push((*node, c.chars));
             return;
         }
@@ -115,8 +115,23 @@ const AUTHOR_BOX: &str = "data-gleaner-author-box";
 /// The most words a box about the author has.
 const AUTHOR_BOX_WORDS: usize = 150;
 
-fn names_author_box(node: &NodeRef) -> bool {
-    node.has_attr(AUTHOR_BOX)
+/// Whether an element's class or id names a box about the article's author (a biography, a
+/// profile): `author-bio`, `about-the-author`, `authorbox`. Asked of most elements of every
+/// page, so compared in place, without a lower-cased copy.
+pub(super) fn names_author_box(node: &NodeRef) -> bool {
+    let has = |v: &[u8], w: &str| {
+        v.windows(w.len())
+            .any(|part| part.eq_ignore_ascii_case(w.as_bytes()))
+    };
+    ["class", "id"].iter().any(|a| {
+        node.attr(a).is_some_and(|v| {
+            let v = v.as_bytes();
+            has(v, "author")
+                && ["bio", "box", "about", "profile", "info", "desc"]
+                    .iter()
+                    .any(|w| has(v, w))
+        })
+    })
 }
 
 /// Headings over a list of works cited: its titles are links, as other articles' headlines

@@ -26,7 +26,8 @@ pub(super) struct Survey<'a> {
     pub pres: Vec<NodeRef<'a>>,
     /// MathML's `<math>` elements.
     pub maths: Vec<NodeRef<'a>>,
-    /// Elements whose class or id names a box about the author ([`names_author_box`]).
+    /// Elements whose class or id names a box about the author
+    /// ([`super::boilerplate::names_author_box`]).
     pub author_boxes: Vec<NodeRef<'a>>,
     /// Whether the body has a table cell.
     pub cells: bool,
@@ -59,27 +60,15 @@ pub(super) fn survey<'a>(dom: &'a Document) -> Survey<'a> {
             {
                 survey.tex_scripts.push(node);
             }
-            "div" | "section" | "aside" | "p" | "footer" | "figure" if names_author_box(&node) => {
+            "div" | "section" | "aside" | "p" | "footer" | "figure"
+                if super::boilerplate::names_author_box(&node) =>
+            {
                 survey.author_boxes.push(node);
             }
             _ => {}
         }
     }
     survey
-}
-
-/// Whether an element's class or id names a box about the article's author (a biography, a
-/// profile): `author-bio`, `about-the-author`, `authorbox`.
-fn names_author_box(node: &NodeRef) -> bool {
-    ["class", "id"].iter().any(|a| {
-        node.attr(a).is_some_and(|v| {
-            let v = v.to_ascii_lowercase();
-            v.contains("author")
-                && ["bio", "box", "about", "profile", "info", "desc"]
-                    .iter()
-                    .any(|w| v.contains(w))
-        })
-    })
 }
 
 /// Whether `node` is an element named one of `names`, compared in place (`node_name` copies
