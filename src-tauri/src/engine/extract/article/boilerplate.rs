@@ -55,7 +55,11 @@ pub(super) fn remove(root: &NodeRef) {
     let mut boxes = Vec::new();
     let total = count(root, &mut |node, c, before| {
         if node.has_attr(AUTHOR_BOX) {
-            boxes.push((*node, c.chars));
+            // Judged whole: the box's own elements are marked too, and one by one each
+            // would be under half the article when the box is not.
+            if node.parent().is_none_or(|p| !p.has_attr(AUTHOR_BOX)) {
+                boxes.push((*node, c.chars));
+            }
             return;
         }
         let headlines = is_block(node)

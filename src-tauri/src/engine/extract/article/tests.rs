@@ -682,6 +682,15 @@ fn a_box_about_the_author_goes() {
     ));
     assert_has(&text, "The last paragraph of the post.");
     assert_has(&text, "how deep it was buried");
+    // A box holding half the article is never taken for boilerplate, paragraph by paragraph
+    // neither.
+    let page = "<html><head><title>Notes</title></head><body><article><h1>Notes</h1>\
+         <p>The gauge rose again overnight.</p><div class=\"author-bio\"><p>Jane Doe \
+         writes about rivers.</p><p>She has measured the Severn's gravel bars every spring \
+         for twenty years, from a boat.</p></div></article></body></html>";
+    let text = markdown(page.as_bytes(), ARTICLE_URL);
+    assert_has(&text, "The gauge rose again overnight.");
+    assert_has(&text, "Jane Doe writes about rivers.");
     // An element whose name says nothing of a box about the author stays.
     let text = article_with(
         "<p>The last paragraph of the post.</p><div class=\"author-notes\"><p>Jane Doe \
