@@ -8,7 +8,8 @@
 //!
 //! Run against a server: `GLEANER_TEST_DATABASE_URL=postgres://… cargo bench -p gleaner-tests
 //! --bench queue_pg` (each run makes schemas of its own there). GLEANER_BENCH_N changes N,
-//! GLEANER_BENCH_OPS picks ops (drain, claim_1m), GLEANER_BENCH_ROUNDS the repetitions.
+//! GLEANER_BENCH_OPS picks ops (drain, or drain1 or drain4 for one
+//! process count; claim_1m), GLEANER_BENCH_ROUNDS the repetitions.
 
 use std::time::{Duration, Instant};
 
@@ -210,6 +211,8 @@ fn main() {
                     drain(n, 1, now);
                     drain(n, 4, now);
                 }
+                "drain1" => drain(n, 1, now),
+                "drain4" => drain(n, 4, now),
                 "claim_1m" => claim_1m(2_000, now),
                 other => panic!("unknown op {other}"),
             }
