@@ -46,6 +46,8 @@ pub(crate) struct Db {
     member: String,
     /// The channel of this database's (and schema's) wake-ups.
     channel: String,
+    /// The channel as an SQL literal, for a notice sent inside a batch of statements.
+    channel_literal: String,
     /// The address without its password, for sentences.
     described: String,
     /// TLS as the address's `sslmode` asks, for every connection.
@@ -151,6 +153,7 @@ impl PgStore {
                 config,
                 member: member.to_string(),
                 channel: String::new(),
+                channel_literal: String::new(),
                 described,
                 tls: tls.connector,
                 check: tls.check,
@@ -171,6 +174,7 @@ impl PgStore {
             let row = client.query_one("SELECT gleaner_channel()", &[]).await?;
             Ok(row.get::<_, String>(0))
         })?;
+        store.db.channel_literal = string_literal(&channel);
         store.db.channel = channel;
         store.pdf_max = store.block(|| documents::pdf_max(&store.db))?;
         let split = store.block(|| library::split_words(&store.db))?;
@@ -283,6 +287,12 @@ impl Db {
             .await?;
         Ok(())
     }
+}
+
+/// `text` as an SQL string literal. An escape string, whose backslashes mean the same whatever
+/// the session's `standard_conforming_strings`.
+fn string_literal(text: &str) -> String {
+    format!("E'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
 }
 
 /// Run `$body` (which uses `$tx`) in one transaction of `$db`, committing when it returns Ok.

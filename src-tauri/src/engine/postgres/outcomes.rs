@@ -93,17 +93,91 @@ pub(super) async fn complete_in(
         index_in(tx, claimed.job_id, doc).await?;
     }
     if !done {
-        let end = AttemptEnd {
-            outcome: "success_discarded",
-            http_status: Some(success.http_status),
-            ..AttemptEnd::default()
-        };
-        end_attempt(tx, &AttemptRef::from(claimed), now, &end, true).await?;
+        success_discarded(tx, claimed, success, now).await?;
     }
     if done && claimed.throttled {
         record_host_success(tx, &claimed.host, policy.per_host).await?;
     }
     Ok(done)
+}
+
+/// The attempt of a success that came too late (its job cancelled, or taken back and given to
+/// another attempt) is recorded as such.
+async fn success_discarded(
+    tx: &impl Conn,
+    claimed: &Claimed,
+    success: &Success,
+    now: Millis,
+) -> Result<()> {
+    let end = AttemptEnd {
+        outcome: "success_discarded",
+        http_status: Some(success.http_status),
+        ..AttemptEnd::default()
+    };
+    end_attempt(tx, &AttemptRef::from(claimed), now, &end, true).await
+}
+
+/// [`COMPLETE_SQL`] for several jobs in one statement, each row of `s` one job's values.
+pub(super) const COMPLETE_ALL_SQL: &str = concat!(
+    "UPDATE jobs j SET status = 'done', lease_owner = NULL, finished_by = j.lease_owner, \
+         lease_until = NULL, final_url = s.s_final_url, http_status = s.s_http_status, \
+         title = coalesce(s.s_title, j.title), document = s.s_document, \
+         content_type = s.s_content_type, sha256 = s.s_sha256, error_class = NULL, error = NULL, \
+         updated_at = $1, finished_at = $1, stage = s.s_stage, rate_limited_since = NULL, meta = ",
+    meta_keeping_tags!("s.s_meta"),
+    " FROM unnest($2::bigint[], $3::text[], $4::int[], $5::text[], $6::text[], $7::int[], \
+         $8::text[], $9::text[], $10::text[], $11::text[], $12::text[]) \
+         AS s(s_id, s_owner, s_attempts, s_final_url, s_title, s_http_status, s_document, \
+              s_content_type, s_sha256, s_stage, s_meta) \
+     WHERE j.id = s.s_id AND j.status = 'running' AND j.lease_owner = s.s_owner \
+       AND j.attempts = s.s_attempts \
+     RETURNING j.id"
+);
+
+/// Record successes that need nothing but their row written (not throttled, nothing to
+/// index): one statement for all, where [`complete_in`] is one a job, so that a step's
+/// executor start-ups and answers do not grow with its jobs. Whether each job was still this
+/// worker's, in order.
+pub(super) async fn complete_all_in(
+    tx: &impl Conn,
+    done: &[(&Claimed, &Success)],
+    now: Millis,
+) -> Result<Vec<bool>> {
+    let column = |f: fn(&Claimed, &Success) -> Option<String>| -> Vec<Option<String>> {
+        done.iter().map(|(c, s)| f(c, s)).collect()
+    };
+    let ids: Vec<i64> = done.iter().map(|(c, _)| c.job_id).collect();
+    let attempts: Vec<i32> = done.iter().map(|(c, _)| c.attempt as i32).collect();
+    let statuses: Vec<i32> = done.iter().map(|(_, s)| i32::from(s.http_status)).collect();
+    let rows = tx
+        .query_rows(
+            COMPLETE_ALL_SQL,
+            &[
+                &now,
+                &ids,
+                &column(|c, _| Some(c.owner.clone())),
+                &attempts,
+                &column(|_, s| Some(s.final_url.clone())),
+                &column(|_, s| s.title.clone()),
+                &statuses,
+                &column(|_, s| s.document.clone()),
+                &column(|_, s| s.content_type.clone()),
+                &column(|_, s| s.sha256.clone()),
+                &column(|c, _| c.stage.map(|st| st.as_str().to_string())),
+                &column(|_, s| meta_json(s.reference.as_deref())),
+            ],
+        )
+        .await?;
+    let written: std::collections::HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
+    let mut out = Vec::with_capacity(done.len());
+    for (claimed, success) in done {
+        let held = written.contains(&claimed.job_id);
+        if !held {
+            success_discarded(tx, claimed, success, now).await?;
+        }
+        out.push(held);
+    }
+    Ok(out)
 }
 
 /// Why an attempt's job goes back to pending with its budget untouched.

@@ -3,15 +3,15 @@
 
 use super::documents::{Stored, store_in};
 use super::outcomes::{
-    AttemptRef, COMPLETE_SQL, PutBack, apply_failure, complete_in, fail_in, kept_after_crash,
-    kept_in, next_in, put_back_in, would_die,
+    AttemptRef, COMPLETE_ALL_SQL, COMPLETE_SQL, PutBack, apply_failure, complete_all_in,
+    complete_in, fail_in, kept_after_crash, kept_in, next_in, put_back_in, would_die,
 };
 use super::rows::{Conn, JOB_COLUMNS, JOB_WIDTH, job_from_row};
 use super::{Db, transaction};
 use crate::engine::clock::{Clock, Millis};
 use crate::engine::policy::{Failure, FailureKind, Policy};
 use crate::engine::queue::{
-    ClaimRequest, Claimed, Failed, Finish, Held, Job, Liveness, Result, Settled, Stage,
+    ClaimRequest, Claimed, Failed, Finish, Held, Job, Liveness, Result, Settled, Stage, Success,
 };
 
 fn done_or_discarded(held: bool) -> Settled {
@@ -207,39 +207,57 @@ async fn step_on(
             limit.as_millis()
         ));
     }
+    // Every outcome frees a connection of its host or puts a job back: another member's
+    // worker may have waited for it. The notice is sent with the transaction's start.
+    if !finished.is_empty() {
+        begin.push_str("; SELECT pg_notify(");
+        begin.push_str(&db.channel_literal);
+        begin.push_str(", '')");
+    }
     // One message, so that nothing of the transaction's start is sent after the claim.
     let begin = c.batch(&begin);
-    let settling = futures_util::future::try_join_all(finished.iter().zip(stored).map(
-        |((claimed, finish), stored)| settle(c, (claimed, finish, stored.as_ref()), policy, now),
-    ));
-    // Every outcome frees a connection of its host or puts a job back: another member's
-    // worker may have waited for it.
-    let notifying = async {
-        if finished.is_empty() {
-            Ok(())
+    // Successes with only their row to write (a throttled host's also writes the host's row,
+    // which the claim may have locked meanwhile) are written in one statement.
+    let plain: Vec<(&Claimed, &Success)> = finished
+        .iter()
+        .zip(stored)
+        .filter_map(|((claimed, finish), stored)| match finish {
+            Finish::Success(s) if s.index.is_none() && !claimed.throttled && stored.is_none() => {
+                Some((claimed, s))
+            }
+            _ => None,
+        })
+        .collect();
+    let successes = plain.len() == finished.len();
+    let settling = async {
+        if successes && plain.len() > 1 {
+            let held = complete_all_in(c, &plain, now).await?;
+            Ok(held.into_iter().map(done_or_discarded).collect())
         } else {
-            db.notify(c).await
+            futures_util::future::try_join_all(finished.iter().zip(stored).map(
+                |((claimed, finish), stored)| {
+                    settle(c, (claimed, finish, stored.as_ref()), policy, now)
+                },
+            ))
+            .await
         }
     };
-    let outcomes = futures_util::future::try_join3(begin, settling, notifying);
+    let outcomes = futures_util::future::try_join(begin, settling);
     let claiming = async {
         match args {
             Some(args) => claim_in(c, args, now).await,
             None => Ok(Vec::new()),
         }
     };
-    // A throttled host's success writes its row, which the claim may have locked meanwhile.
-    let successes = finished.iter().all(|(claimed, finish)| {
-        matches!(finish, Finish::Success(s) if s.index.is_none()) && !claimed.throttled
-    }) && stored.iter().all(Option::is_none);
     if successes && args.is_some() {
         // Prepared before anything is sent, so that each statement goes out when its future is
         // first polled, in the order above: a statement still to be prepared would go out
         // after a round trip, behind the `COMMIT`.
         c.prepare_cached(COMPLETE_SQL).await?;
+        c.prepare_cached(COMPLETE_ALL_SQL).await?;
         c.prepare_cached(CLAIM_SQL).await?;
         let outcomes_then_commit = async {
-            let ((), settled, ()) = outcomes.await?;
+            let ((), settled) = outcomes.await?;
             c.batch("COMMIT").await?;
             Ok(settled)
         };
@@ -252,7 +270,7 @@ async fn step_on(
             (Err(outcome), Err(claim)) => Err(if claim.is_retryable() { claim } else { outcome }),
         };
     }
-    let ((), settled, ()) = outcomes.await?;
+    let ((), settled) = outcomes.await?;
     let (claimed, ()) = futures_util::future::try_join(claiming, c.batch("COMMIT")).await?;
     Ok((settled, claimed))
 }
@@ -511,6 +529,32 @@ mod tests {
             .expect("the second job's turn");
         assert!(next >= 4_000 + 300, "next start at {next}");
         assert!(next <= 4_000 + 60_000, "next start at {next}");
+    }
+
+    /// The wake-up that goes out with a step's start names its channel as a literal: it reads
+    /// back as the channel's own text, quotes and backslashes included, whether the session
+    /// takes backslashes in strings as escapes or not.
+    #[test]
+    fn the_channel_literal_reads_back_as_the_channel_whatever_the_session_escapes() {
+        let url = fresh_database_url();
+        let channel = r"gleaner_a'b\c\'d";
+        for conforming in ["on", "off"] {
+            let (rt, client) = open_transaction(
+                &url,
+                &format!("SET standard_conforming_strings = {conforming}"),
+            );
+            let sql = format!("SELECT {}", super::super::string_literal(channel));
+            let rows = rt.block_on(client.simple_query(&sql)).expect("select");
+            let read = rows.iter().find_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_string),
+                _ => None,
+            });
+            assert_eq!(
+                read.as_deref(),
+                Some(channel),
+                "conforming strings {conforming}"
+            );
+        }
     }
 
     /// Another member's transaction that stalls holding a host's row (a slow uplink, a laptop

@@ -460,6 +460,106 @@ super::on_every_backend! {
         assert_eq!(s.stats(12).expect("stats").running, 3);
     }
 
+    fn a_step_of_successes_writes_each_ones_row_and_discards_the_one_cancelled_meanwhile(s) {
+        let jobs: Vec<_> = (0..4)
+            .map(|i| job(&format!("http://h{i}.example/{i}")))
+            .collect();
+        s.enqueue(None, &jobs, 5, 0).expect("enqueue");
+        s.set_tags(1, &["thesis".to_string()])
+            .expect("tags")
+            .expect("a job");
+        let policy = Policy::default();
+        let request = |max| ClaimRequest {
+            owner: "w",
+            lease: Duration::from_secs(60),
+            per_host: 2,
+            intervals: &NO_INTERVALS,
+            max,
+            clock: None,
+        };
+        let success = |c: &Claimed| Success {
+            final_url: format!("{}?final", c.url),
+            http_status: 203,
+            // The landing page's title stays when the paper's success has none.
+            title: (c.job_id != 3).then(|| format!("Page {}", c.job_id)),
+            document: Some(format!("/lib/{}.md", c.job_id)),
+            content_type: Some("text/html".into()),
+            sha256: Some(format!("sum{}", c.job_id)),
+            reference: Some(Box::new(Reference {
+                title: Some(format!("Paper {}", c.job_id)),
+                ..Reference::default()
+            })),
+            index: None,
+        };
+        let mut running = s
+            .step(&mut Vec::new(), &policy, 10, Some(&request(3)))
+            .expect("step")
+            .claimed;
+        // Job 3 goes on to a second stage first, titled by its landing page.
+        let third = running.remove(2);
+        assert_eq!(third.job_id, 3);
+        let landing = Next {
+            stage: Stage::Landing,
+            target: "http://h2.example/paper".into(),
+            host: "h2.example".into(),
+            http_status: Some(200),
+            failure: None,
+            reference: None,
+            saved: Some(Success {
+                title: Some("Landing 3".into()),
+                ..success(&third)
+            }),
+        };
+        let mut finished = vec![(third, Finish::Next(Box::new(landing)))];
+        for now in [11, 12] {
+            running.extend(
+                s.step(&mut finished, &policy, now, Some(&request(1)))
+                    .expect("step")
+                    .claimed,
+            );
+        }
+        let mut ids: Vec<i64> = running.iter().map(|c| c.job_id).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, [1, 2, 3, 4]);
+        s.cancel(&[2], 15).expect("cancel");
+        let mut finished: Vec<_> = running
+            .iter()
+            .map(|c| (c.clone(), Finish::Success(success(c))))
+            .collect();
+        let last = s
+            .step(&mut finished, &policy, 20, Some(&request(4)))
+            .expect("step");
+        let mut settled: Vec<(i64, bool)> = last
+            .settled
+            .iter()
+            .map(|(c, _, settled)| (c.job_id, matches!(settled, Settled::Done)))
+            .collect();
+        settled.sort_unstable();
+        assert_eq!(settled, [(1, true), (2, false), (3, true), (4, true)]);
+        assert!(last.claimed.is_empty(), "nothing left to claim");
+        for id in [1, 3, 4] {
+            let done = s.job(id).expect("read").expect("job");
+            assert_eq!(done.status, Status::Done);
+            assert_eq!(done.final_url, Some(format!("{}?final", done.url)));
+            assert_eq!(done.http_status, Some(203));
+            assert_eq!(done.document, Some(format!("/lib/{id}.md")));
+            assert_eq!(done.content_type.as_deref(), Some("text/html"));
+            assert_eq!(done.finished_at, Some(20));
+            let paper = done.reference.expect("the reference");
+            assert_eq!(paper.title, Some(format!("Paper {id}")));
+            let title = if id == 3 { "Landing 3".to_string() } else { format!("Page {id}") };
+            assert_eq!(done.title, Some(title));
+        }
+        assert_eq!(s.job_tags(1).expect("tags"), ["thesis"], "tags kept");
+        let cancelled = s.job(2).expect("read").expect("job");
+        assert_eq!(cancelled.status, Status::Cancelled);
+        assert_eq!(cancelled.document, None);
+        let late = s.attempts(2).expect("attempts");
+        assert_eq!(late.len(), 1, "{late:?}");
+        assert_eq!(late[0].outcome.as_deref(), Some("success_discarded"));
+        assert_eq!(late[0].http_status, Some(203));
+    }
+
     fn a_step_of_successes_claims_the_slots_they_free_and_commits_their_documents(s) {
         // One host at its limit of 2: only the successes' own slots can be claimed.
         let jobs: Vec<_> = (0..5)
