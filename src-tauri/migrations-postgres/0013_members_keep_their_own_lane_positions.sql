@@ -124,13 +124,18 @@ BEGIN
                                h.concurrency_limit, h.last_start_at
                           INTO v_paused, v_own, v_last
                           FROM hosts h WHERE h.host = v_host FOR UPDATE SKIP LOCKED;
-                        IF NOT FOUND AND NOT EXISTS (SELECT 1 FROM hosts h WHERE h.host = v_host) THEN
-                            -- Not there yet: a new row is this claim's own.
-                            INSERT INTO hosts (host) VALUES (v_host) ON CONFLICT (host) DO NOTHING;
-                            SELECT h.manual_pause OR coalesce(h.paused_until > p_now, false),
-                                   h.concurrency_limit, h.last_start_at
-                              INTO v_paused, v_own, v_last
-                              FROM hosts h WHERE h.host = v_host FOR UPDATE SKIP LOCKED;
+                        -- Two IFs: `NOT FOUND AND NOT EXISTS (…)` is a query, not a simple
+                        -- expression, and ran as a statement of its own for every host.
+                        IF NOT FOUND THEN
+                            IF NOT EXISTS (SELECT 1 FROM hosts h WHERE h.host = v_host) THEN
+                                -- Not there yet: a new row is this claim's own.
+                                INSERT INTO hosts (host) VALUES (v_host)
+                                    ON CONFLICT (host) DO NOTHING;
+                                SELECT h.manual_pause OR coalesce(h.paused_until > p_now, false),
+                                       h.concurrency_limit, h.last_start_at
+                                  INTO v_paused, v_own, v_last
+                                  FROM hosts h WHERE h.host = v_host FOR UPDATE SKIP LOCKED;
+                            END IF;
                         END IF;
                         IF NOT FOUND THEN
                             -- Another claim holds it: passed over, whether this claim has taken
