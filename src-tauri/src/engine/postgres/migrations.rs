@@ -18,6 +18,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations-postgres/0010_search_keeps_marks_fts5_keeps.sql"),
     include_str!("../../../migrations-postgres/0011_arxiv_key_without_class.sql"),
     include_str!("../../../migrations-postgres/0012_batch_rotation_written_in_place.sql"),
+    include_str!("../../../migrations-postgres/0013_members_keep_their_own_lane_positions.sql"),
 ];
 
 /// The lock every migrating member takes (an arbitrary key of Gleaner's own).

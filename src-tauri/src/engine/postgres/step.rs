@@ -405,6 +405,13 @@ async fn close_finished_batches(tx: &impl Conn) -> Result<()> {
             &[&ids],
         )
         .await?;
+        // The members' own places in a finished batch's lanes (migration 0013) go with it.
+        tx.exec(
+            "DELETE FROM lane_positions p USING batches b \
+             WHERE p.batch_id = b.id AND b.id = ANY($1) AND NOT b.open",
+            &[&ids],
+        )
+        .await?;
     }
     Ok(())
 }
@@ -599,6 +606,76 @@ mod tests {
             let hosts: Vec<&str> = claimed.iter().map(|c| c.host.as_str()).collect();
             assert_eq!(hosts, ["other.example"]);
         });
+    }
+
+    /// One claim of `max` jobs by `owner`, per host 2; the hosts of the jobs it took.
+    fn claim_hosts(store: &PgStore, owner: &str, max: usize) -> Vec<String> {
+        let intervals = HostIntervals::default();
+        let request = ClaimRequest {
+            owner,
+            lease: Duration::from_secs(60),
+            per_host: 2,
+            intervals: &intervals,
+            max,
+            clock: None,
+        };
+        store
+            .step(&mut Vec::new(), &Policy::default(), 1_000, Some(&request))
+            .expect("step")
+            .claimed
+            .into_iter()
+            .map(|c| c.host)
+            .collect()
+    }
+
+    /// A claim that has taken nothing yet passes a host whose row another member's claim holds
+    /// and takes the next host's job at once: waiting there made every member's claims queue
+    /// behind each other, host after host (40% of the server's time in a drain by 4).
+    #[test]
+    fn a_claim_passes_a_held_host_row_even_before_it_has_taken_a_job() {
+        let url = fresh_database_url();
+        let store = PgStore::open(&url, "m").expect("open");
+        let jobs = [job("http://a.example/1"), job("http://b.example/1")];
+        store.enqueue(None, &jobs, 5, 0).expect("enqueue");
+        let (rt, held) = open_transaction(
+            &url,
+            "BEGIN; SELECT 1 FROM hosts WHERE host = 'a.example' FOR UPDATE",
+        );
+        let started = std::time::Instant::now();
+        // The lock timeout is 5 s: a claim that waited for the row would take that long.
+        assert_eq!(claim_hosts(&store, "w", 1), ["b.example"]);
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        rt.block_on(held.batch_execute("ROLLBACK"))
+            .expect("release");
+    }
+
+    /// A member whose claim met another's goes on from where its own claims stopped in the
+    /// batch's lane, not from where the batch's last claim (another member's) stopped: the
+    /// members spread along the lane instead of all starting at one place and meeting again.
+    /// A member that has met no other claim goes on from the batch's place, as before.
+    #[test]
+    fn a_member_that_met_another_claim_goes_on_from_its_own_place_in_the_lane() {
+        let url = fresh_database_url();
+        let store = PgStore::open(&url, "m").expect("open");
+        let jobs: Vec<_> = (1..=6)
+            .flat_map(|h| (1..=2).map(move |k| job(&format!("http://h{h}.example/{k}"))))
+            .collect();
+        store.enqueue(None, &jobs, 5, 0).expect("enqueue");
+        let (rt, held) = open_transaction(
+            &url,
+            "BEGIN; SELECT 1 FROM hosts WHERE host = 'h1.example' FOR UPDATE",
+        );
+        assert_eq!(claim_hosts(&store, "w1", 2), ["h2.example", "h3.example"]);
+        rt.block_on(held.batch_execute("ROLLBACK"))
+            .expect("release");
+        // w2 has met nobody: it goes on from the batch's place, after w1's claim.
+        assert_eq!(claim_hosts(&store, "w2", 2), ["h4.example", "h5.example"]);
+        // w1 goes on from its own place (h3), not from w2's (h5).
+        assert_eq!(claim_hosts(&store, "w1", 1), ["h4.example"]);
     }
 
     /// A recovery closing finished batches while a retry (or an intake) is putting a job back
