@@ -223,18 +223,18 @@ BEGIN
     IF v_skipped AND v_claimed < p_max THEN
         PERFORM pg_notify(gleaner_channel(), '');
     END IF;
-    -- Served batches go to the back of the rotation in the order they were served. A batch
-    -- row another claim is writing is left to it (SKIP LOCKED): waiting for it would make
-    -- every claim of every member take its turn behind the others'.
-    -- The member's own positions: kept once it has met another member's claim, and from then
-    -- on (a member alone writes nothing more than before).
-    IF array_length(v_served, 1) > 0 AND (v_skipped OR true = ANY(v_kept)) THEN
-        INSERT INTO lane_positions (batch_id, owner, after_host)
-        SELECT s, p_owner, v_after[array_position(v_batches, s)] FROM unnest(v_served) AS s
-         WHERE v_skipped OR v_kept[array_position(v_batches, s)]
-        ON CONFLICT (owner, batch_id) DO UPDATE SET after_host = excluded.after_host;
-    END IF;
     IF array_length(v_served, 1) > 0 THEN
+        -- The member's own positions: kept once it has met another member's claim, and from
+        -- then on (a member alone writes nothing more than before).
+        IF v_skipped OR true = ANY(v_kept) THEN
+            INSERT INTO lane_positions (batch_id, owner, after_host)
+            SELECT s, p_owner, v_after[array_position(v_batches, s)] FROM unnest(v_served) AS s
+             WHERE v_skipped OR v_kept[array_position(v_batches, s)]
+            ON CONFLICT (owner, batch_id) DO UPDATE SET after_host = excluded.after_host;
+        END IF;
+        -- Served batches go to the back of the rotation in the order they were served. A batch
+        -- row another claim is writing is left to it (SKIP LOCKED): waiting for it would make
+        -- every claim of every member take its turn behind the others'.
         SELECT coalesce(max(served_seq), 0) INTO v_base FROM batches WHERE open;
         UPDATE batches b SET served_seq = v_base + array_position(v_served, b.id),
                lane_after_host = v_after[array_position(v_batches, b.id)]
