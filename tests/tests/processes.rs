@@ -348,6 +348,24 @@ fn stop_with_sigterm(child: std::process::Child) -> String {
     log
 }
 
+/// The run's output once it has ended; killed, and the test failed, if it has not within `limit`.
+fn wait_within(child: std::process::Child, limit: Duration, after: &str) -> std::process::Output {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.expect("the run ends"),
+        Err(_) => {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("the run was still going {limit:?} after {after}");
+        }
+    }
+}
+
 /// Send `signal` (TERM, INT, HUP) to a process, as `kill` does.
 fn send_signal(child: &std::process::Child, signal: &str) {
     let sent = std::process::Command::new("kill")
@@ -357,6 +375,23 @@ fn send_signal(child: &std::process::Child, signal: &str) {
     assert!(sent.success());
 }
 
+/// The sandbox's `gleaner`, started through `wrapper` (a program that execs it), with its
+/// environment.
+fn wrapped(sb: &Sandbox, wrapper: &[&str]) -> std::process::Command {
+    let inner = sb.cmd();
+    let mut cmd = std::process::Command::new(wrapper[0]);
+    cmd.args(&wrapper[1..])
+        .arg(inner.get_program())
+        .stdin(std::process::Stdio::null());
+    for (key, value) in inner.get_envs() {
+        match value {
+            Some(value) => cmd.env(key, value),
+            None => cmd.env_remove(key),
+        };
+    }
+    cmd
+}
+
 /// A `gleaner run` with one job whose page never comes, once that fetch has started.
 fn run_with_a_fetch_in_flight(
     sb: &Sandbox,
@@ -364,8 +399,9 @@ fn run_with_a_fetch_in_flight(
     args: &[&str],
 ) -> std::process::Child {
     let before = server.hits("/hangs");
-    let child = sb
-        .cmd()
+    // As a terminal starts it, SIGHUP at its default: a harness run under `nohup` ignores it,
+    // and `gleaner run` keeps an ignored SIGHUP ignored (the nohup test below).
+    let child = wrapped(sb, &["env", "--default-signal=HUP"])
         .args(args)
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -422,7 +458,7 @@ fn a_closed_terminal_hands_the_fetches_in_flight_back_without_spending_a_retry()
     assert!(sb.run(&["add", &server.url("/hangs")]).status.success());
     let child = run_with_a_fetch_in_flight(&sb, &server, &["run"]);
     send_signal(&child, "HUP");
-    let out = child.wait_with_output().expect("the run ends");
+    let out = wait_within(child, Duration::from_secs(30), "SIGHUP");
     let log = stderr(&out);
     assert!(
         log.contains("1 fetch in flight handed back to the queue, with no retry spent"),
@@ -451,16 +487,8 @@ fn a_run_started_under_nohup_outlives_its_session() {
     );
     let sb = Sandbox::new();
     assert!(sb.run(&["add", &server.url("/hangs")]).status.success());
-    let inner = sb.cmd();
-    let mut nohup = std::process::Command::new("nohup");
-    nohup.arg(inner.get_program()).arg("run");
-    for (key, value) in inner.get_envs() {
-        match value {
-            Some(value) => nohup.env(key, value),
-            None => nohup.env_remove(key),
-        };
-    }
-    let child = nohup
+    let child = wrapped(&sb, &["nohup"])
+        .arg("run")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
