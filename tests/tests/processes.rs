@@ -489,7 +489,6 @@ fn a_run_started_under_nohup_outlives_its_session() {
     assert!(sb.run(&["add", &server.url("/hangs")]).status.success());
     let child = wrapped(&sb, &["nohup"])
         .arg("run")
-        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -400,15 +400,13 @@ async fn close_finished_batches(tx: &impl Conn) -> Result<()> {
         .map(|r| r.get(0))
         .collect();
     if !ids.is_empty() {
+        // The members' own places in a closed batch's lanes (migration 0013) go with it.
         tx.exec(
-            &format!("UPDATE batches SET open = false WHERE id = ANY($1) AND {FINISHED}"),
-            &[&ids],
-        )
-        .await?;
-        // The members' own places in a finished batch's lanes (migration 0013) go with it.
-        tx.exec(
-            "DELETE FROM lane_positions p USING batches b \
-             WHERE p.batch_id = b.id AND b.id = ANY($1) AND NOT b.open",
+            &format!(
+                "WITH closed AS (UPDATE batches SET open = false \
+                     WHERE id = ANY($1) AND {FINISHED} RETURNING id) \
+                 DELETE FROM lane_positions WHERE batch_id IN (SELECT id FROM closed)"
+            ),
             &[&ids],
         )
         .await?;
