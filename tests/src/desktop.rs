@@ -691,6 +691,39 @@ impl DesktopSession {
             .unwrap_or_else(|e| panic!("script failed: {e}\n{script}"))
     }
 
+    /// Click what `css` matches. Live updates re-render the job table and the library's
+    /// results, so an element found a moment ago may be gone: find it again.
+    pub async fn click_css(&self, css: &str) {
+        let mut tries = 0;
+        loop {
+            let clicked = match self.client.find(Locator::Css(css)).await {
+                Ok(found) => found.click().await.map(|_| ()),
+                Err(e) => Err(e),
+            };
+            match clicked {
+                Ok(()) => return,
+                Err(e) if tries < 20 => {
+                    tries += 1;
+                    eprintln!("{css} not clickable yet: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("cannot click {css}: {e}"),
+            }
+        }
+    }
+
+    /// Click a job's row and wait for its details.
+    pub async fn select_row(&self, id: &str) {
+        self.click_css(&format!("#job-rows tr[data-id=\"{id}\"] td.url"))
+            .await;
+        self.wait_text(
+            "details-heading",
+            |t| t == format!("Job {id}"),
+            "the details pane",
+        )
+        .await;
+    }
+
     /// The job table as the user sees it: one map per row, keyed by column heading.
     pub async fn rows(&self) -> Vec<HashMap<String, String>> {
         let v = self

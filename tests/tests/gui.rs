@@ -46,33 +46,6 @@ async fn wait_notifications(s: &DesktopSession, n: usize) {
     }
 }
 
-async fn select_row(s: &DesktopSession, id: &str) {
-    // Live updates re-render the table, so a row found a moment ago may be gone: find again.
-    let css = format!("#job-rows tr[data-id=\"{id}\"] td.url");
-    let mut tries = 0;
-    loop {
-        let clicked = match s.client.find(Locator::Css(&css)).await {
-            Ok(row) => row.click().await.map(|_| ()),
-            Err(e) => Err(e),
-        };
-        match clicked {
-            Ok(()) => break,
-            Err(e) if tries < 20 => {
-                tries += 1;
-                eprintln!("row {id} not clickable yet: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Err(e) => panic!("cannot click row {id}: {e}"),
-        }
-    }
-    s.wait_text(
-        "details-heading",
-        |t| t == format!("Job {id}"),
-        "the details pane",
-    )
-    .await;
-}
-
 #[test]
 fn pasted_text_queues_its_links_and_they_finish() {
     gui(async {
@@ -117,7 +90,7 @@ fn pasted_text_queues_its_links_and_they_finish() {
         .await;
 
         // Escape in the Export dialog closes the dialog, not the job's details behind it.
-        select_row(&s, &rows[0]["id"]).await;
+        s.select_row(&rows[0]["id"]).await;
         s.click("export-library").await;
         press(&s, "\u{E00C}").await;
         let hidden = s
@@ -274,7 +247,7 @@ fn retry_brings_a_dead_job_back_with_its_history() {
             .wait_rows(|r| all_status(r, 1, "dead"), "the job to die")
             .await;
         let id = rows[0]["id"].clone();
-        select_row(&s, &id).await;
+        s.select_row(&id).await;
         assert_eq!(s.text("d-status").await, "dead");
         // A permanent failure buys no retry.
         assert_eq!(s.text("d-attempts").await, "1");
@@ -421,7 +394,7 @@ fn dropped_links_and_bookmark_files_are_queued() {
             .iter()
             .find(|r| col(r, "Title") == "Backed up")
             .expect("the backup's bookmark");
-        select_row(&s, &backed_up["id"]).await;
+        s.select_row(&backed_up["id"]).await;
         s.wait_text(
             "d-tags",
             |t| t == "Bookmarks Toolbar, thesis",
@@ -445,7 +418,7 @@ fn dropped_links_and_bookmark_files_are_queued() {
             .iter()
             .find(|r| col(r, "Title") == "Bookmark A")
             .expect("bookmark A");
-        select_row(&s, &a["id"]).await;
+        s.select_row(&a["id"]).await;
         s.wait_text("d-tags", |t| t == "Reading", "the new folder as a tag")
             .await;
         // A list saved by Windows Notepad as "Unicode": UTF-16 with its byte order mark.
@@ -515,7 +488,7 @@ fn a_dropped_bibtex_file_shows_its_entries_with_their_authors_and_year() {
                 .wait_rows(|r| all_status(r, 1, "done"), "the entry's job done")
                 .await;
             assert_eq!(col(&rows[0], "Title"), "Thermometry · Kucsko et al., 2013");
-            select_row(&s, &rows[0]["id"]).await;
+            s.select_row(&rows[0]["id"]).await;
             s.wait_text(
                 "d-authors",
                 |t| t == "Kucsko, G.; Maurer, P. C.; Lukin, M. D.",
@@ -675,7 +648,7 @@ fn a_dead_link_saved_from_the_archive_is_marked_so() {
         );
         assert!(col(&rows[0], "Last error").is_empty(), "{rows:?}");
 
-        select_row(&s, &id).await;
+        s.select_row(&id).await;
         // The snapshot's time (`stamp`), as the pane writes it on every machine.
         let at = "2013-09-19 04:46 UTC";
         s.wait_text(
@@ -711,7 +684,7 @@ fn a_dead_link_saved_from_the_archive_is_marked_so() {
         assert_eq!(dark, json!(true), "the page follows the dark desktop");
         s.wait_rows(|r| all_status(r, 1, "done"), "the saved job")
             .await;
-        select_row(&s, &id).await;
+        s.select_row(&id).await;
         s.wait_text(
             "d-archived",
             |t| t == format!("from the archive, as of {at}"),
@@ -808,7 +781,7 @@ fn a_doi_shows_whether_its_full_text_was_had() {
             );
         }
 
-        select_row(&s, &second["id"]).await;
+        s.select_row(&second["id"]).await;
         s.wait_text(
             "d-full-text",
             |t| t == "no: the landing page and its abstract are kept",
@@ -824,7 +797,7 @@ fn a_doi_shows_whether_its_full_text_was_had() {
             paywalled.author_names().join("; ")
         );
 
-        select_row(&s, &first["id"]).await;
+        s.select_row(&first["id"]).await;
         s.wait_text(
             "d-full-text",
             |t| t == "yes, from the PDF (kept beside the document)",
@@ -973,7 +946,7 @@ fn the_pause_host_button_pauses_and_resumes_an_ipv6_host() {
         let rows = s
             .wait_rows(|r| all_status(r, 1, "pending"), "the IPv6 job")
             .await;
-        select_row(&s, &rows[0]["id"]).await;
+        s.select_row(&rows[0]["id"]).await;
         s.wait_text("d-pause-host", |t| t == "Pause ::1", "the host button")
             .await;
         s.click("d-pause-host").await;
@@ -1016,7 +989,7 @@ fn a_hostile_page_title_is_shown_as_text_and_runs_nothing() {
             .wait_rows(|r| all_status(r, 1, "done"), "the page to be fetched")
             .await;
         assert_eq!(col(&rows[0], "Title"), title, "the title appears literally");
-        select_row(&s, &rows[0]["id"]).await;
+        s.select_row(&rows[0]["id"]).await;
         assert_eq!(s.text("d-title").await, title);
         tokio::time::sleep(Duration::from_millis(500)).await;
         let page = s
@@ -1326,7 +1299,7 @@ fn pausing_the_queue_holds_new_jobs_until_resumed() {
             !squeezed(&s.text("counts").await).contains("cancelled"),
             "no cancelled chip while there is none"
         );
-        select_row(&s, &id).await;
+        s.select_row(&id).await;
         // Escape in a text box is the box's own: the details pane stays open.
         s.click("filter-host").await;
         press(&s, "\u{E00C}").await;
@@ -1349,9 +1322,9 @@ fn pausing_the_queue_holds_new_jobs_until_resumed() {
         assert_eq!(s.text("d-delete").await, "Confirm delete");
         // Armed for one job, the confirmation does not follow the selection to another.
         let done_id = rows[1]["id"].clone();
-        select_row(&s, &done_id).await;
+        s.select_row(&done_id).await;
         assert_eq!(s.text("d-delete").await, "Delete");
-        select_row(&s, &id).await;
+        s.select_row(&id).await;
         assert_eq!(s.text("d-delete").await, "Delete");
         s.click("d-delete").await;
         assert_eq!(s.text("d-delete").await, "Confirm delete");
@@ -1578,7 +1551,7 @@ fn ctrl_v_outside_a_text_box_adds_what_the_clipboard_holds() {
             .iter()
             .find(|r| col(r, "Title") == "Second")
             .expect("the second job");
-        select_row(&s, &second["id"]).await;
+        s.select_row(&second["id"]).await;
         s.click("d-copy-url").await;
         s.wait_text("status", |t| t == "Copied the URL.", "the copy")
             .await;
@@ -1641,7 +1614,7 @@ fn deaths_while_the_window_was_closed_are_announced_once_when_it_opens() {
             .iter()
             .find(|r| col(r, "Status") == "dead")
             .expect("the dead job");
-        select_row(&s, &dead["id"]).await;
+        s.select_row(&dead["id"]).await;
         s.click("export-library").await;
         s.by_id("export-scope-selected")
             .await

@@ -454,16 +454,7 @@ fn the_library_finds_reads_and_tags_what_was_fetched() {
             .find(|r| r.get("Title").is_some_and(|t| t.starts_with("Soil carbon")))
             .and_then(|r| r.get("id").cloned())
             .expect("the soil row");
-        let css = format!("#job-rows tr[data-id=\"{soil}\"] td.url");
-        s.client
-            .find(Locator::Css(&css))
-            .await
-            .expect("the soil row")
-            .click()
-            .await
-            .expect("select it");
-        s.wait_text("details-heading", |t| t == format!("Job {soil}"), "details")
-            .await;
+        s.select_row(&soil).await;
         by_role(&s, "button", "Read")
             .await
             .click()
@@ -501,13 +492,7 @@ fn the_library_finds_reads_and_tags_what_was_fetched() {
             "the quantum page",
         )
         .await;
-        s.client
-            .find(Locator::Css("#results button.result"))
-            .await
-            .expect("result")
-            .click()
-            .await
-            .expect("open");
+        s.click_css("#results button.result").await;
         s.wait_text("reader-title", |t| t.starts_with("Diamond"), "the reader")
             .await;
         by_role(&s, "button", "Remove tag thesis").await;
@@ -587,13 +572,7 @@ fn a_hostile_document_is_read_as_text_and_nothing_in_it_runs() {
             .await
             .expect("Library tab");
         wait_results(&s, |r| r.len() == 1, "the hostile page").await;
-        s.client
-            .find(Locator::Css("#results button.result"))
-            .await
-            .expect("result")
-            .click()
-            .await
-            .expect("open");
+        s.click_css("#results button.result").await;
         s.wait_text("reader-title", |t| t == "Hostile page", "the reader")
             .await;
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -702,13 +681,7 @@ fn a_long_document_is_shown_whole_a_piece_at_a_time() {
             .await
             .expect("Library tab");
         wait_results(&s, |r| r.len() == 1, "the article").await;
-        s.client
-            .find(Locator::Css("#results button.result"))
-            .await
-            .expect("the result")
-            .click()
-            .await
-            .expect("open it");
+        s.click_css("#results button.result").await;
         s.wait_text("reader-title", |t| t == "A long report", "the reader")
             .await;
         let deadline = Instant::now() + Duration::from_secs(30);
