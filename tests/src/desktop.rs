@@ -691,8 +691,8 @@ impl DesktopSession {
             .unwrap_or_else(|e| panic!("script failed: {e}\n{script}"))
     }
 
-    /// Click what `css` matches. Live updates re-render the job table and the library's
-    /// results, so an element found a moment ago may be gone: find it again.
+    /// Click what `css` matches. Live updates re-render the job table, the counts and the
+    /// library's results, so an element found a moment ago may be gone: find it again.
     pub async fn click_css(&self, css: &str) {
         let mut tries = 0;
         loop {

@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use fantoccini::Locator;
 use gleaner_tests::desktop::{DesktopSession, GUI_LOCK, gui};
 use gleaner_tests::server::{Behavior, FaultServer};
 use serde_json::json;
@@ -1060,13 +1059,7 @@ fn filters_and_search_narrow_the_job_table() {
         // The header's dead count is a filter too.
         s.by_id("filter-search").await.clear().await.expect("clear");
         s.wait_rows(|r| r.len() == 4, "all four again").await;
-        s.client
-            .find(Locator::Css(".chip-dead"))
-            .await
-            .expect("dead chip")
-            .click()
-            .await
-            .expect("click");
+        s.click_css(".chip-dead").await;
         s.wait_rows(|r| all_status(r, 1, "dead"), "the dead chip filters")
             .await;
         // New counts (a job the CLI adds) keep the keyboard on the chip it was on.
