@@ -337,12 +337,8 @@ fn big_pages_fetched_together_are_extracted_one_at_a_time() {
 /// Stop a `gleaner run` as a service manager or Ctrl+C does (SIGTERM), and wait for it to end
 /// cleanly; its log.
 fn stop_with_sigterm(child: std::process::Child) -> String {
-    let term = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill -TERM");
-    assert!(term.success());
-    let out = child.wait_with_output().expect("the run ends");
+    send_signal(&child, "TERM");
+    let out = wait_within(child, Duration::from_secs(30), "SIGTERM");
     let log = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{log}");
     log
@@ -429,7 +425,7 @@ fn an_until_idle_run_stopped_by_a_signal_does_not_exit_zero() {
     for (signal, code) in [("INT", 130), ("TERM", 143)] {
         let child = run_with_a_fetch_in_flight(&sb, &server, &["run", "--until-idle"]);
         send_signal(&child, signal);
-        let out = child.wait_with_output().expect("the run ends");
+        let out = wait_within(child, Duration::from_secs(30), &format!("SIG{signal}"));
         assert_eq!(
             out.status.code(),
             Some(code),
@@ -534,7 +530,7 @@ fn a_stop_does_not_wait_for_an_extraction_under_way() {
     std::thread::sleep(Duration::from_millis(300));
     let stopped = Instant::now();
     send_signal(&child, "INT");
-    let out = child.wait_with_output().expect("the run ends");
+    let out = wait_within(child, Duration::from_secs(30), "SIGINT");
     let took = stopped.elapsed();
     let log = stderr(&out);
     assert!(took < Duration::from_secs(4), "took {took:?}: {log}");
@@ -559,7 +555,7 @@ fn a_second_ctrl_c_leaves_at_once() {
     std::thread::sleep(Duration::from_millis(500));
     let again = Instant::now();
     send_signal(&child, "INT");
-    let out = child.wait_with_output().expect("the run ends");
+    let out = wait_within(child, Duration::from_secs(30), "SIGINT");
     let took = again.elapsed();
     assert!(took < Duration::from_secs(3), "took {took:?}");
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
